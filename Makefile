@@ -1,0 +1,54 @@
+# Legacy Memory: `make run` serves everything, `make test` passes the tests. Needs only Python 3.11+.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+HOST ?= 127.0.0.1
+STAMP := $(VENV)/.installed
+
+.PHONY: install run worker test lint browser clean-data help
+
+help:
+	@echo "make run      set up (if needed), migrate, serve on http://$(HOST):$(PORT) with a job worker"
+	@echo "make test     set up (if needed), lint and run the whole test suite"
+	@echo "make install  create .venv and install the project with its test dependencies"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	@echo "Serving on http://$(HOST):$(PORT) (dashboard /, API /api/, docs /api/docs, admin /admin/)"
+	@trap 'kill 0' EXIT INT TERM; \
+	  $(PY) manage.py qcluster & \
+	  $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+
+worker: $(STAMP)
+	$(PY) manage.py qcluster
+
+# Browser tests drive Debian's chromium through Playwright; install it when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: install Debian's chromium package (sudo apt-get install chromium)"; exit 1; \
+	  fi; }
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+test: $(STAMP) browser lint
+	$(PY) -m pytest
+
+clean-data:
+	rm -rf .data

@@ -1,0 +1,1 @@
+"""Versioned agent memories, places of interest, memory tools and the /memory command."""

@@ -1,0 +1,3 @@
+"""API routes of the agent_memory app (paths relative to /api/)."""
+
+urlpatterns: list = []

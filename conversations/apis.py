@@ -1,0 +1,108 @@
+"""REST endpoints of conversations and their messages."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import selectors, services
+from conversations.serializers import (
+    ConversationDetailSerializer,
+    ConversationInputSerializer,
+    ConversationListQuerySerializer,
+    ConversationSerializer,
+    MessageInputSerializer,
+    MessageListQuerySerializer,
+    MessageSerializer,
+)
+from facts.selectors import legacy_for_member
+from memory_site.api import paginate, paginated
+from memory_site.drf import service_errors
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description="Repeat a request with the same key and nothing is written twice.",
+)
+
+
+class ConversationListCreateApi(APIView):
+    pagination_class = paginated("conversations")
+
+    @extend_schema(
+        parameters=[ConversationListQuerySerializer],
+        responses=ConversationSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        query = ConversationListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        conversations = selectors.conversations_for_user(request.user).select_related("legacy")
+        if legacy_id := query.validated_data.get("legacy_id"):
+            conversations = conversations.filter(legacy_id=legacy_id)
+        return paginate(
+            request, conversations.order_by("-created_at"), ConversationSerializer,
+            "conversations", view=self,
+        )
+
+    @extend_schema(request=ConversationInputSerializer, responses={201: ConversationDetailSerializer})
+    def post(self, request: Request) -> Response:
+        data = ConversationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        legacy = legacy_for_member(user=request.user, legacy_id=data.validated_data["legacy_id"])
+        with service_errors():
+            conversation = services.conversation_create(
+                user=request.user,
+                legacy=legacy,
+                title=data.validated_data["title"],
+                persona=data.validated_data["persona"],
+            )
+        return Response(
+            ConversationDetailSerializer(conversation).data, status=status.HTTP_201_CREATED
+        )
+
+
+class ConversationDetailApi(APIView):
+    @extend_schema(responses=ConversationDetailSerializer)
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        return Response(ConversationDetailSerializer(conversation).data)
+
+
+class MessageListCreateApi(APIView):
+    pagination_class = paginated("messages")
+
+    @extend_schema(parameters=[MessageListQuerySerializer], responses=MessageSerializer(many=True))
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        query = MessageListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        messages = selectors.messages_for_conversation(
+            conversation=conversation, after=query.validated_data.get("after")
+        )
+        return paginate(request, messages, MessageSerializer, "messages", view=self)
+
+    @extend_schema(
+        request=MessageInputSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: MessageSerializer, 200: MessageSerializer},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        data = MessageInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with service_errors():
+            message, created = services.message_append(
+                conversation=conversation,
+                idempotency_key=request.headers.get("Idempotency-Key") or None,
+                **data.validated_data,
+            )
+        return Response(
+            MessageSerializer(message).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )

@@ -1,0 +1,8 @@
+"""App config for conversations."""
+
+from django.apps import AppConfig
+
+
+class ConversationsConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "conversations"

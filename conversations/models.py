@@ -1,0 +1,208 @@
+"""Conversations, the append-only message log, rolling summaries (seed 002) and archived chunks (seed 000)."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+
+class Conversation(models.Model):
+    """One chat between a user and the agent about a legacy, with seed 004's session state."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"
+        RESUMING = "resuming"
+        AWAITING_CLARIFICATION = "awaiting_clarification"
+        SHUTDOWN_CLEAN = "shutdown_clean"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    legacy = models.ForeignKey(
+        "facts.Legacy", on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True, default="")
+    persona = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=32, choices=Status.choices, default=Status.ACTIVE)
+    active_topics = models.JSONField(default=list, blank=True)
+    open_loops = models.JSONField(default=list, blank=True)
+    pending_clarifications = models.JSONField(default=list, blank=True)
+    last_intent = models.CharField(max_length=64, blank=True, default="")
+    turn_count = models.PositiveIntegerField(default=0)
+    # The next message sequence; advanced under a row lock so sequences stay gap-free.
+    message_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["user", "legacy", "-created_at"], name="ix_conv_user_legacy"),
+            models.Index(fields=["status", "last_message_at"], name="ix_conv_status_last_msg"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[
+                        "active", "paused", "resuming", "awaiting_clarification", "shutdown_clean"
+                    ]
+                ),
+                name="conversation_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.id}"
+
+
+class Message(models.Model):
+    """Append-only; committed before the API answers (seed 004's autosave)."""
+
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        SYSTEM = "system"
+        TOOL = "tool"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    sequence = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    token_count = models.PositiveIntegerField(default=0)
+    # Tool calls of an assistant message, the tool_call_id of a tool message, and the like.
+    metadata = models.JSONField(default=dict, blank=True)
+    # NULL, not "", so that the partial unique constraint ignores messages without a key.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "sequence"], name="unique_message_sequence"
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="unique_message_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["user", "assistant", "system", "tool"]),
+                name="message_role_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.role}: {self.content[:50]}"
+
+
+class ConversationMemory(models.Model):
+    """Seed 002's `memory` table: the rolling sliding-window summary and its version chain."""
+
+    class Status(models.TextChoices):
+        PROCESSING = "processing"
+        COMPLETED = "completed"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="memories"
+    )
+    memory_text = models.TextField(blank=True, default="")
+    start_sequence = models.PositiveIntegerField()
+    end_sequence = models.PositiveIntegerField()
+    base_memory = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="derived"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROCESSING)
+    generation_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "conversation memories"
+        ordering = ["conversation", "created_at"]
+        indexes = [
+            models.Index(
+                fields=["conversation", "status", "-end_sequence"],
+                name="ix_memory_conv_status_end",
+            ),
+        ]
+        constraints = [
+            # The database, not a check-then-insert, keeps one summarisation at a time.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(status="processing"),
+                name="one_processing_memory_per_conversation",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["processing", "completed", "failed"]),
+                name="conversation_memory_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(start_sequence__lte=models.F("end_sequence")),
+                name="conversation_memory_range_ordered",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory {self.start_sequence}-{self.end_sequence} ({self.status})"
+
+
+class ConversationChunk(models.Model):
+    """Seed 000's `conversation_chunks`: an archived, embedded summary of a message range.
+
+    The range is end-exclusive: message_range_end = last_summarized_end + BATCH_SIZE.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="chunks"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversation_chunks"
+    )
+    legacy = models.ForeignKey(
+        "facts.Legacy", on_delete=models.CASCADE, related_name="conversation_chunks"
+    )
+    content = models.TextField()
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
+    message_range_start = models.PositiveIntegerField()
+    message_range_end = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "message_range_start"]
+        indexes = [
+            models.Index(fields=["user", "legacy"], name="ix_conv_chunks_user_legacy"),
+            HnswIndex(
+                name="ix_conversation_chunks_embed",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "message_range_start", "message_range_end"],
+                name="ix_conversation_chunks_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(message_range_start__lt=models.F("message_range_end")),
+                name="conversation_chunk_range_ordered",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.message_range_start}-{self.message_range_end}"

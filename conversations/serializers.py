@@ -1,0 +1,83 @@
+"""Serializers of the conversations API."""
+
+from django.conf import settings
+from rest_framework import serializers
+
+from conversations.models import Conversation, Message
+
+
+class ConversationInputSerializer(serializers.Serializer):
+    legacy_id = serializers.UUIDField()
+    title = serializers.CharField(required=False, allow_blank=True, default="")
+    persona = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate_title(self, value: str) -> str:
+        if len(value) > settings.CONVERSATION_TITLE_MAX_CHARS:
+            raise serializers.ValidationError(
+                f"At most {settings.CONVERSATION_TITLE_MAX_CHARS} characters."
+            )
+        return value
+
+    def validate_persona(self, value: str) -> str:
+        if len(value) > settings.PERSONA_MAX_CHARS:
+            raise serializers.ValidationError(f"At most {settings.PERSONA_MAX_CHARS} characters.")
+        return value
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    legacy_id = serializers.UUIDField(read_only=True)
+    legacy_name = serializers.CharField(source="legacy.name", read_only=True)
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "id", "legacy_id", "legacy_name", "title", "status", "turn_count", "message_count",
+            "created_at", "updated_at", "last_message_at",
+        ]
+
+
+class SessionStateSerializer(serializers.ModelSerializer):
+    """Seed 004's SessionState, as stored on the conversation."""
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "status", "active_topics", "open_loops", "pending_clarifications", "last_intent",
+            "turn_count",
+        ]
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    session_state = SessionStateSerializer(source="*", read_only=True)
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "persona", "closed_at", "session_state"]
+
+
+class MessageInputSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    content = serializers.CharField(trim_whitespace=False)
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("A message needs some content.")
+        if len(value) > settings.MESSAGE_MAX_CHARS:
+            raise serializers.ValidationError(f"At most {settings.MESSAGE_MAX_CHARS} characters.")
+        return value
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = Message
+        fields = ["id", "conversation_id", "sequence", "role", "content", "token_count",
+                  "created_at"]
+
+
+class MessageListQuerySerializer(serializers.Serializer):
+    after = serializers.IntegerField(required=False, min_value=-1)
+
+
+class ConversationListQuerySerializer(serializers.Serializer):
+    legacy_id = serializers.UUIDField(required=False)

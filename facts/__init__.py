@@ -1,0 +1,1 @@
+"""Legacies, their members (the tenancy), and the legacy facts families review and share."""

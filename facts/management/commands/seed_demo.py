@@ -1,0 +1,65 @@
+"""`manage.py seed_demo`: demo users, a legacy they share, and API tokens to try the API at once."""
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from facts.models import Legacy, LegacyMembership
+
+DEMO_PASSWORD = "memory-demo-2026"
+DEMO_LEGACY = "Rose Whitfield"
+DEMO_USERS = (
+    ("alice", "Alice", "Whitfield", LegacyMembership.Role.OWNER),
+    ("bob", "Bob", "Whitfield", LegacyMembership.Role.MEMBER),
+)
+
+
+class Command(BaseCommand):
+    help = "Create demo users (alice owns, bob is a member), their legacy, and API tokens."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--print-token",
+            metavar="USERNAME",
+            help="Print only this demo user's API token (for scripts and the README's curl).",
+        )
+
+    def handle(self, *args, **options) -> None:
+        User = get_user_model()
+        with transaction.atomic():
+            users = {}
+            for username, first, last, _ in DEMO_USERS:
+                user, created = User.objects.get_or_create(
+                    username=username, defaults={"first_name": first, "last_name": last}
+                )
+                if created:
+                    user.set_password(DEMO_PASSWORD)
+                    user.save(update_fields=["password"])
+                users[username] = user
+            owner = users["alice"]
+            legacy = Legacy.objects.filter(name=DEMO_LEGACY, created_by=owner).first()
+            if legacy is None:
+                legacy = Legacy.objects.create(name=DEMO_LEGACY, created_by=owner)
+            for username, _, _, role in DEMO_USERS:
+                LegacyMembership.objects.get_or_create(
+                    legacy=legacy, user=users[username], defaults={"role": role}
+                )
+            tokens = {name: Token.objects.get_or_create(user=u)[0].key for name, u in users.items()}
+
+        if options.get("print_token"):
+            if options["print_token"] not in tokens:
+                raise CommandError(f"No demo user {options['print_token']!r}; try alice or bob.")
+            self.stdout.write(tokens[options["print_token"]])
+            return
+        self.stdout.write(self.style.SUCCESS("Demo data is ready."))
+        self.stdout.write(f"Legacy: {legacy.name}  id={legacy.pk}")
+        for username, _, _, role in DEMO_USERS:
+            self.stdout.write(
+                f"User {username} ({role}): password={DEMO_PASSWORD}  token={tokens[username]}"
+            )
+        self.stdout.write("")
+        self.stdout.write("Try it:")
+        self.stdout.write(
+            f'  curl -s -H "Authorization: Token {tokens["alice"]}" http://127.0.0.1:8000/api/legacies'
+        )

@@ -1,0 +1,107 @@
+"""Legacies (the memorialised person), their members, and the facts extracted about them."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Legacy(models.Model):
+    """A person being remembered; the unit of tenancy."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="legacies_created"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "legacies"
+        ordering = ["name", "created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LegacyMembership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    legacy = models.ForeignKey(Legacy, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="legacy_memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["legacy", "user"], name="unique_legacy_membership"),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "member"]), name="legacy_membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.legacy} ({self.role})"
+
+
+class LegacyFact(models.Model):
+    """Seed 000's `legacy_facts`: one user's observation about a legacy, private by default."""
+
+    class Category(models.TextChoices):
+        PERSONALITY = "personality"
+        HOBBY = "hobby"
+        RELATIONSHIP = "relationship"
+        MILESTONE = "milestone"
+        OCCUPATION = "occupation"
+        PREFERENCE = "preference"
+        HABIT = "habit"
+        OTHER = "other"
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Private"
+        SHARED = "shared", "Shared"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    legacy = models.ForeignKey(Legacy, on_delete=models.CASCADE, related_name="facts")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="legacy_facts"
+    )
+    category = models.CharField(max_length=50, choices=Category.choices)
+    content = models.TextField()
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    source_conversation = models.ForeignKey(
+        "conversations.Conversation",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="extracted_facts",
+    )
+    # The message range of the batch the fact was extracted from (end exclusive, seed 000).
+    source_range_start = models.IntegerField(null=True, blank=True)
+    source_range_end = models.IntegerField(null=True, blank=True)
+    extracted_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["extracted_at"]
+        indexes = [
+            models.Index(fields=["legacy", "user"], name="ix_legacy_facts_legacy_user"),
+            models.Index(fields=["legacy", "visibility"], name="ix_legacy_facts_legacy_vis"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(visibility__in=["private", "shared"]),
+                name="legacy_fact_visibility_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.category}] {self.content[:60]}"

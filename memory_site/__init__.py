@@ -1,0 +1,1 @@
+"""Legacy Memory: the Django project package (settings, URLs, database bootstrap, AI clients)."""

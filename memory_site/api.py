@@ -1,0 +1,95 @@
+"""Shared REST API pieces: the JSON error format, pagination and request helpers."""
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def _first_message(errors: Any) -> str:
+    if isinstance(errors, dict):
+        for field, value in errors.items():
+            inner = _first_message(value)
+            return inner if field in ("non_field_errors", "detail") else f"{field}: {inner}"
+    if isinstance(errors, list) and errors:
+        return _first_message(errors[0])
+    return str(errors)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    """Every API error is `{"detail": message, "code": code}`, plus `errors` per field on 400."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = {
+            "detail": _first_message(exc.detail),
+            "code": "invalid",
+            "errors": exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail},
+        }
+    elif isinstance(exc, exceptions.APIException):
+        codes = exc.get_codes()
+        response.data = {
+            "detail": str(exc.detail) if not isinstance(exc.detail, dict | list) else _first_message(exc.detail),
+            "code": codes if isinstance(codes, str) else "error",
+        }
+    return response
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state."
+    default_code = "conflict"
+
+
+class ItemsPagination(LimitOffsetPagination):
+    """`{<items_key>: [...], "total": n, "limit": l, "offset": o}` with a maximum page size."""
+
+    items_key = "results"
+
+    @property
+    def default_limit(self) -> int:  # type: ignore[override]
+        return settings.API_PAGE_SIZE
+
+    @property
+    def max_limit(self) -> int:  # type: ignore[override]
+        return settings.API_MAX_PAGE_SIZE
+
+    def get_paginated_response(self, data: list) -> Response:
+        return Response(
+            {self.items_key: data, "total": self.count, "limit": self.limit, "offset": self.offset}
+        )
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        return {
+            "type": "object",
+            "required": [self.items_key, "total"],
+            "properties": {
+                self.items_key: schema,
+                "total": {"type": "integer"},
+                "limit": {"type": "integer"},
+                "offset": {"type": "integer"},
+            },
+        }
+
+
+def paginated(items_key: str) -> type[ItemsPagination]:
+    return type(f"{items_key.title()}Pagination", (ItemsPagination,), {"items_key": items_key})
+
+
+def paginate(request: Request, queryset: Any, serializer_class: Any, items_key: str,
+             view: Any = None) -> Response:
+    """Paginate a queryset into the list envelope for function-free APIViews."""
+    paginator = paginated(items_key)()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)

@@ -1,0 +1,22 @@
+"""Request middleware of the project."""
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+
+class OptionalTrailingSlashMiddleware:
+    """API paths are accepted with and without a trailing slash (SPEC: REST API).
+
+    The URLconf declares API paths without one; this strips it before resolution,
+    so the schema lists each path once and no redirect loses a POST body.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        path = request.path_info
+        if path.startswith("/api/") and len(path) > len("/api/") and path.endswith("/"):
+            request.path_info = path.rstrip("/")
+        return self.get_response(request)

@@ -1,0 +1,177 @@
+"""Settings for Legacy Memory. Every value comes from an environment variable (see .env.example)."""
+
+from pathlib import Path
+
+from memory_site.database import database_config
+from memory_site.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-legacy-memory")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "django_q",
+    "facts",
+    "conversations",
+    "agent_memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memory_site.middleware.OptionalTrailingSlashMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memory_site.urls"
+WSGI_APPLICATION = "memory_site.wsgi.application"
+ASGI_APPLICATION = "memory_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+MEMORY_DATA_DIR = Path(env_str("MEMORY_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+DATABASES = {
+    "default": database_config(
+        database_url=env_str("DATABASE_URL", ""),
+        data_dir=MEMORY_DATA_DIR,
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "facts:legacy_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve static files from the app folders too, so a fresh checkout works before collectstatic.
+WHITENOISE_USE_FINDERS = True
+
+# --- REST API -----------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "memory_site.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 200)
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Legacy Memory API",
+    "DESCRIPTION": "Long-term memory for the chat agents of a memorial platform.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Jobs (django-q2, ORM broker) -------------------------------------------------------------
+Q_CLUSTER = {
+    "name": "legacy-memory",
+    "orm": "default",
+    "workers": env_int("Q_WORKERS", 2),
+    "timeout": env_int("Q_TIMEOUT", 120),
+    # retry must exceed timeout, or a slow task is handed to a second worker while still running.
+    "retry": env_int("Q_RETRY", 180),
+    "max_attempts": env_int("Q_MAX_ATTEMPTS", 3),
+    "save_limit": env_int("Q_SAVE_LIMIT", 500),
+    "catch_up": False,
+    "sync": env_bool("Q_SYNC", False),
+    "poll": env_float("Q_POLL", 0.5),
+    "label": "Jobs",
+}
+
+# --- AI providers -----------------------------------------------------------------------------
+LLM_PROVIDER = env_str("LLM_PROVIDER", "extractive")  # extractive | openai
+LLM_BASE_URL = env_str("LLM_BASE_URL", "")
+LLM_API_KEY = env_str("LLM_API_KEY", "")
+LLM_MODEL = env_str("LLM_MODEL", "gpt-4.1-mini")
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 30.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 0.5)
+
+EMBEDDING_PROVIDER = env_str("EMBEDDING_PROVIDER", "hashing")  # hashing | openai
+EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL", "")
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY", "")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
+# Seed 000 stores vector(1024). Changing it needs a migration of conversations.ConversationChunk.
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 1024)
+EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 30.0)
+EMBEDDING_MAX_RETRIES = env_int("EMBEDDING_MAX_RETRIES", 2)
+
+TOKEN_ENCODING = env_str("TOKEN_ENCODING", "cl100k_base")
+
+# --- Conversations (seeds 000, 002, 004) -------------------------------------------------------
+MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 20000)
+CONVERSATION_TITLE_MAX_CHARS = env_int("CONVERSATION_TITLE_MAX_CHARS", 200)
+PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
+
+# --- Logging ----------------------------------------------------------------------------------
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "pgserver": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,15 @@
+"""Test settings: the base settings, jobs run in-process, a fast password hasher.
+
+The test database's name comes from MEMORY_TEST_DB so that parallel runs on one
+embedded server do not collide.
+"""
+
+import os
+
+from memory_site.settings import *  # noqa: F403
+from memory_site.settings import DATABASES, Q_CLUSTER
+
+DATABASES["default"]["TEST"] = {"NAME": os.environ.get("MEMORY_TEST_DB", "test_legacy_memory")}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+LOG_LEVEL = "WARNING"

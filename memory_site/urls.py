@@ -1,0 +1,30 @@
+"""Root URLconf: the REST API under /api/, the dashboard, the admin and health."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memory_site import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("facts.api_urls")),
+    path("api/", include("conversations.api_urls")),
+    path("api/", include("agent_memory.api_urls")),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(template_name="registration/login.html"),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("facts.urls")),
+    path("", include("conversations.urls")),
+    path("", include("agent_memory.urls")),
+]
+
+handler404 = "memory_site.views.not_found"
+handler500 = "memory_site.views.server_error"

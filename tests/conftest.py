@@ -1,0 +1,61 @@
+"""Shared fixtures: API clients per role around one legacy, on the real embedded PostgreSQL."""
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from facts.models import Legacy
+from tests.factories import LegacyFactory, MembershipFactory, UserFactory
+
+
+def api_client_for(user: User | None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@dataclass
+class Family:
+    """One legacy with an owner and a fellow member, plus a stranger and a member of another legacy."""
+
+    legacy: Legacy
+    owner: User
+    member: User
+    stranger: User
+    other_legacy: Legacy
+    other_member: User
+
+
+@pytest.fixture
+def family(db) -> Family:
+    owner = UserFactory(username="owner")
+    member = UserFactory(username="member")
+    legacy = LegacyFactory(name="Rose Whitfield", created_by=owner)
+    MembershipFactory(legacy=legacy, user=member)
+    other_owner = UserFactory(username="other")
+    other_legacy = LegacyFactory(name="Walter Brandt", created_by=other_owner)
+    stranger = UserFactory(username="stranger")
+    return Family(
+        legacy=legacy, owner=owner, member=member, stranger=stranger,
+        other_legacy=other_legacy, other_member=other_owner,
+    )
+
+
+@pytest.fixture
+def owner_client(family: Family) -> APIClient:
+    return api_client_for(family.owner)
+
+
+@pytest.fixture
+def member_client(family: Family) -> APIClient:
+    return api_client_for(family.member)
+
+
+@pytest.fixture
+def anon_client() -> APIClient:
+    return APIClient()
