@@ -1,11 +1,18 @@
-"""Writes of legacies and memberships (facts are added by the facts issue's services)."""
+"""Writes of legacies, memberships and legacy facts."""
 
+import re
+from typing import TYPE_CHECKING
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from facts.models import Legacy, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyMembership
+
+if TYPE_CHECKING:
+    from conversations.models import Conversation
 
 LEGACY_NAME_MAX_CHARS = 200
 
@@ -42,3 +49,80 @@ def legacy_member_add(
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
         raise LookupError("That user is already a member of this legacy.") from exc
+
+
+def normalize_fact_text(content: str) -> str:
+    """Lowercase, punctuation dropped, whitespace folded: the key of exact duplicates."""
+    return " ".join(re.sub(r"[^\w\s]", " ", content.lower()).split())
+
+
+def _words(content: str) -> set[str]:
+    return set(normalize_fact_text(content).split())
+
+
+def fact_find_duplicate(*, legacy: Legacy, user: AbstractBaseUser, content: str) -> LegacyFact | None:
+    """The user's fact about this legacy that `content` duplicates, if any.
+
+    The rule (docs/facts.md): the same text once case, punctuation and spacing are
+    ignored; or a near duplicate, whose word sets overlap with a Jaccard similarity of
+    at least FACT_DEDUP_SIMILARITY (default 0.8). Categories are ignored: the same
+    statement filed under two categories is still one fact.
+    """
+    key = normalize_fact_text(content)
+    words = set(key.split())
+    threshold = settings.FACT_DEDUP_SIMILARITY
+    for fact in LegacyFact.objects.filter(legacy=legacy, user=user).only("id", "content"):
+        other_key = normalize_fact_text(fact.content)
+        if other_key == key:
+            return fact
+        other = set(other_key.split())
+        union = words | other
+        if union and len(words & other) / len(union) >= threshold:
+            return fact
+    return None
+
+
+def fact_create(
+    *,
+    legacy: Legacy,
+    user: AbstractBaseUser,
+    category: str,
+    content: str,
+    visibility: str = LegacyFact.Visibility.PRIVATE,
+    source_conversation: "Conversation | None" = None,
+    source_range: tuple[int, int] | None = None,
+) -> tuple[LegacyFact, bool]:
+    """Save a fact for (legacy, user) unless it duplicates one of theirs.
+
+    Returns (fact, created); on a duplicate, (the existing fact, False) and nothing is
+    written. Used by the extraction pipeline and by people adding facts by hand. Call
+    it inside the caller's transaction when the fact is part of a larger write.
+    """
+    content = " ".join((content or "").split())
+    errors: dict[str, list[str]] = {}
+    if category not in LegacyFact.Category.values:
+        errors["category"] = [f"Must be one of: {', '.join(LegacyFact.Category.values)}."]
+    if not settings.FACT_MIN_CHARS <= len(content) <= settings.FACT_MAX_CHARS:
+        errors["content"] = [
+            f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
+        ]
+    if visibility not in LegacyFact.Visibility.values:
+        errors["visibility"] = ["Must be private or shared."]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content)
+        if duplicate is not None:
+            return duplicate, False
+        start, end = source_range if source_range else (None, None)
+        fact = LegacyFact.objects.create(
+            legacy=legacy,
+            user=user,
+            category=category,
+            content=content,
+            visibility=visibility,
+            source_conversation=source_conversation,
+            source_range_start=start,
+            source_range_end=end,
+        )
+    return fact, True

@@ -162,6 +162,11 @@ MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 20000)
 CONVERSATION_TITLE_MAX_CHARS = env_int("CONVERSATION_TITLE_MAX_CHARS", 200)
 PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
 
+# --- Legacy facts (seed 000) ------------------------------------------------------------------
+FACT_MIN_CHARS = env_int("FACT_MIN_CHARS", 3)
+FACT_MAX_CHARS = env_int("FACT_MAX_CHARS", 500)
+FACT_DEDUP_SIMILARITY = env_float("FACT_DEDUP_SIMILARITY", 0.8)
+
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -5,6 +5,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
+from agent_memory import demo as agent_memory_demo
+from conversations import demo as conversations_demo
+from facts import demo as facts_demo
 from facts.models import Legacy, LegacyMembership
 
 DEMO_PASSWORD = "memory-demo-2026"
@@ -46,6 +49,10 @@ class Command(BaseCommand):
                     legacy=legacy, user=users[username], defaults={"role": role}
                 )
             tokens = {name: Token.objects.get_or_create(user=u)[0].key for name, u in users.items()}
+            # Conversations first: facts and memories point at the demo conversations.
+            report = []
+            for seed in (conversations_demo.seed, facts_demo.seed, agent_memory_demo.seed):
+                report += seed(users=users, legacy=legacy)
 
         if options.get("print_token"):
             if options["print_token"] not in tokens:
@@ -58,6 +65,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"User {username} ({role}): password={DEMO_PASSWORD}  token={tokens[username]}"
             )
+        for line in report:
+            self.stdout.write(line)
         self.stdout.write("")
         self.stdout.write("Try it:")
         self.stdout.write(
