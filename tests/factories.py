@@ -11,9 +11,15 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests")
+
+    @factory.post_generation
+    def password(self, create: bool, extracted: str | None, **kwargs: object) -> None:
+        self.set_password(extracted or "pw-for-tests")
+        if create:
+            self.save(update_fields=["password"])
 
 
 class LegacyFactory(factory.django.DjangoModelFactory):
@@ -21,6 +27,7 @@ class LegacyFactory(factory.django.DjangoModelFactory):
 
     class Meta:
         model = Legacy
+        skip_postgeneration_save = True
 
     name = factory.Sequence(lambda n: f"Legacy Person {n}")
     created_by = factory.SubFactory(UserFactory)
