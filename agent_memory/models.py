@@ -37,6 +37,9 @@ class AgentMemory(models.Model):
     subject = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(auto_now_add=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # Set (with deleted_at) when the token budget evicted the memory: it leaves the memory
+    # document too, but its history stays visible to the owner.
+    evicted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "agent memories"
@@ -70,6 +73,13 @@ class AgentMemoryVersion(models.Model):
     content = models.TextField()
     source_conversation = models.ForeignKey(
         "conversations.Conversation",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="memory_versions",
+    )
+    source_message = models.ForeignKey(
+        "conversations.Message",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,

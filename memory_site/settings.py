@@ -167,6 +167,14 @@ FACT_MIN_CHARS = env_int("FACT_MIN_CHARS", 3)
 FACT_MAX_CHARS = env_int("FACT_MAX_CHARS", 500)
 FACT_DEDUP_SIMILARITY = env_float("FACT_DEDUP_SIMILARITY", 0.8)
 
+# --- Agent memories (seeds 003, 001) ----------------------------------------------------------
+MEMORY_CONTENT_MIN_CHARS = env_int("MEMORY_CONTENT_MIN_CHARS", 5)
+MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 500)
+# The subject column holds 200 characters; a larger value needs a migration of AgentMemory.
+MEMORY_SUBJECT_MAX_CHARS = env_int("MEMORY_SUBJECT_MAX_CHARS", 200)
+# Seed 001's token budget of a user's memory document; over it, memories are evicted.
+MEMORY_TOKEN_LIMIT = env_int("MEMORY_TOKEN_LIMIT", 10000)
+
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
