@@ -119,6 +119,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "MembershipRoleEnum": "facts.models.LegacyMembership.Role",
+        "MessageRoleEnum": "conversations.models.Message.Role",
+    },
 }
 
 # --- Jobs (django-q2, ORM broker) -------------------------------------------------------------
