@@ -1,4 +1,4 @@
-"""REST endpoints of legacies and their members."""
+"""REST endpoints of legacies, their members, and legacy facts (seed 000)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -8,6 +8,12 @@ from rest_framework.views import APIView
 
 from facts import selectors, services
 from facts.serializers import (
+    FactCreatedSerializer,
+    FactInputSerializer,
+    FactListQuerySerializer,
+    FactSerializer,
+    FactUpdateSerializer,
+    FactVisibilitySerializer,
     LegacyInputSerializer,
     LegacySerializer,
     MemberInputSerializer,
@@ -49,3 +55,86 @@ class LegacyMemberCreateApi(APIView):
         except LookupError as exc:
             raise Conflict(str(exc)) from exc
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
+
+
+class LegacyFactListCreateApi(APIView):
+    """My facts about a legacy plus every member's shared ones; add one by hand."""
+
+    pagination_class = paginated("facts")
+
+    @extend_schema(parameters=[FactListQuerySerializer], responses=FactSerializer(many=True))
+    def get(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        query = FactListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        filters = query.validated_data
+        facts = selectors.facts_filtered(
+            user=request.user,
+            legacy=legacy,
+            category=filters.get("category"),
+            visibility=filters.get("visibility"),
+            mine=filters["mine"],
+            text=filters.get("q"),
+        )
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(facts, request, view=self)
+        data = FactSerializer(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+    @extend_schema(
+        request=FactInputSerializer,
+        responses={201: FactCreatedSerializer, 200: FactCreatedSerializer},
+        description="201 with the new fact; 200 with the existing fact, `duplicate: true` "
+        "and a `message` when it duplicates one of mine (nothing is written).",
+    )
+    def post(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        data = FactInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with service_errors():
+            fact, created = services.fact_create(
+                legacy=legacy, user=request.user, **data.validated_data
+            )
+        body = FactCreatedSerializer(
+            fact, context={"request": request, "duplicate": not created}
+        ).data
+        if not created:
+            body["message"] = DUPLICATE_MESSAGE
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class FactDetailApi(APIView):
+    """Edit or delete one of my facts."""
+
+    @extend_schema(request=FactUpdateSerializer, responses=FactSerializer)
+    def patch(self, request: Request, fact_id: str) -> Response:
+        fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+        data = FactUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with service_errors():
+            fact = services.fact_update(fact=fact, user=request.user, **data.validated_data)
+        return Response(FactSerializer(fact, context={"request": request}).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, fact_id: str) -> Response:
+        fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+        services.fact_delete(fact=fact, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FactVisibilityApi(APIView):
+    """Share one of my facts with every member of the legacy, or make it private again."""
+
+    @extend_schema(request=FactVisibilitySerializer, responses=FactSerializer)
+    def patch(self, request: Request, fact_id: str) -> Response:
+        fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+        data = FactVisibilitySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        with service_errors():
+            fact = services.fact_set_visibility(
+                fact=fact, user=request.user, visibility=data.validated_data["visibility"]
+            )
+        return Response(FactSerializer(fact, context={"request": request}).data)

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from facts.models import Legacy, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyMembership
 
 
 class LegacyInputSerializer(serializers.Serializer):
@@ -30,3 +30,61 @@ class MembershipSerializer(serializers.ModelSerializer):
     class Meta:
         model = LegacyMembership
         fields = ["id", "legacy_id", "username", "role", "joined_at"]
+
+
+class FactSerializer(serializers.ModelSerializer):
+    """A legacy fact as the API shows it; `is_mine` needs the request in the context."""
+
+    legacy_id = serializers.UUIDField(read_only=True)
+    author = serializers.CharField(source="user.username", read_only=True)
+    is_mine = serializers.SerializerMethodField()
+    source_conversation_id = serializers.UUIDField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = LegacyFact
+        fields = [
+            "id", "legacy_id", "category", "content", "visibility", "author", "is_mine",
+            "source_conversation_id", "source_range_start", "source_range_end",
+            "extracted_at", "updated_at",
+        ]
+
+    def get_is_mine(self, fact: LegacyFact) -> bool:
+        return fact.user_id == self.context["request"].user.pk
+
+
+class FactCreatedSerializer(FactSerializer):
+    """The answer to adding a fact: `duplicate` says an existing fact was returned instead."""
+
+    duplicate = serializers.SerializerMethodField()
+
+    class Meta(FactSerializer.Meta):
+        fields = [*FactSerializer.Meta.fields, "duplicate"]
+
+    def get_duplicate(self, fact: LegacyFact) -> bool:
+        return bool(self.context.get("duplicate"))
+
+
+class FactListQuerySerializer(serializers.Serializer):
+    category = serializers.ChoiceField(choices=LegacyFact.Category.choices, required=False)
+    visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices, required=False)
+    mine = serializers.BooleanField(required=False, default=False)
+    q = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class FactInputSerializer(serializers.Serializer):
+    """The content's length rule (FACT_MIN_CHARS..FACT_MAX_CHARS) is fact_create's."""
+
+    category = serializers.ChoiceField(choices=LegacyFact.Category.choices)
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    visibility = serializers.ChoiceField(
+        choices=LegacyFact.Visibility.choices, default=LegacyFact.Visibility.PRIVATE
+    )
+
+
+class FactUpdateSerializer(serializers.Serializer):
+    category = serializers.ChoiceField(choices=LegacyFact.Category.choices, required=False)
+    content = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
+
+
+class FactVisibilitySerializer(serializers.Serializer):
+    visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)

@@ -60,7 +60,9 @@ def _words(content: str) -> set[str]:
     return set(normalize_fact_text(content).split())
 
 
-def fact_find_duplicate(*, legacy: Legacy, user: AbstractBaseUser, content: str) -> LegacyFact | None:
+def fact_find_duplicate(
+    *, legacy: Legacy, user: AbstractBaseUser, content: str, exclude: LegacyFact | None = None
+) -> LegacyFact | None:
     """The user's fact about this legacy that `content` duplicates, if any.
 
     The rule (docs/facts.md): the same text once case, punctuation and spacing are
@@ -71,7 +73,10 @@ def fact_find_duplicate(*, legacy: Legacy, user: AbstractBaseUser, content: str)
     key = normalize_fact_text(content)
     words = set(key.split())
     threshold = settings.FACT_DEDUP_SIMILARITY
-    for fact in LegacyFact.objects.filter(legacy=legacy, user=user).only("id", "content"):
+    candidates = LegacyFact.objects.filter(legacy=legacy, user=user)
+    if exclude is not None:
+        candidates = candidates.exclude(pk=exclude.pk)
+    for fact in candidates.only("id", "content"):
         other_key = normalize_fact_text(fact.content)
         if other_key == key:
             return fact
@@ -126,3 +131,78 @@ def fact_create(
             source_range_end=end,
         )
     return fact, True
+
+
+def _require_author(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
+    # Callers reach a fact through facts.selectors.fact_for_user, so a fellow member only
+    # gets here for a shared fact: for them the fact exists but is not theirs to change.
+    if fact.user_id != user.pk:
+        raise PermissionDenied("Only the fact's author can change it.")
+
+
+def fact_update(
+    *,
+    fact: LegacyFact,
+    user: AbstractBaseUser,
+    content: str | None = None,
+    category: str | None = None,
+) -> LegacyFact:
+    """The author edits a fact's content and/or category.
+
+    New content must not duplicate another of the author's facts (the rule of
+    fact_create); raises PermissionDenied for anyone but the author, ValidationError
+    for bad input, and writes nothing in either case.
+    """
+    _require_author(fact=fact, user=user)
+    errors: dict[str, list[str]] = {}
+    if content is None and category is None:
+        raise ValidationError({"non_field_errors": ["Give a new content or category."]})
+    if category is not None and category not in LegacyFact.Category.values:
+        errors["category"] = [f"Must be one of: {', '.join(LegacyFact.Category.values)}."]
+    if content is not None:
+        content = " ".join(content.split())
+        if not settings.FACT_MIN_CHARS <= len(content) <= settings.FACT_MAX_CHARS:
+            errors["content"] = [
+                f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
+            ]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
+        fields = ["updated_at"]
+        if content is not None and content != fact.content:
+            duplicate = fact_find_duplicate(legacy=fact.legacy, user=user, content=content,
+                                            exclude=fact)
+            if duplicate is not None:
+                raise ValidationError(
+                    {"content": ["That duplicates another of your facts about this legacy."]}
+                )
+            fact.content = content
+            fields.append("content")
+        if category is not None:
+            fact.category = category
+            fields.append("category")
+        fact.save(update_fields=fields)
+    return fact
+
+
+def fact_set_visibility(
+    *, fact: LegacyFact, user: AbstractBaseUser, visibility: str
+) -> LegacyFact:
+    """The author shares a fact with every member of the legacy, or makes it private again."""
+    _require_author(fact=fact, user=user)
+    if visibility not in LegacyFact.Visibility.values:
+        raise ValidationError({"visibility": ["Must be private or shared."]})
+    with transaction.atomic():
+        fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
+        if fact.visibility != visibility:
+            fact.visibility = visibility
+            fact.save(update_fields=["visibility", "updated_at"])
+    return fact
+
+
+def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
+    """The author deletes a fact; nobody else can."""
+    _require_author(fact=fact, user=user)
+    with transaction.atomic():
+        LegacyFact.objects.filter(pk=fact.pk).delete()
