@@ -71,6 +71,9 @@ DATABASES = {
         conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
     )
 }
+# Another database on the same server, e.g. the end-to-end test's worker joining the test database.
+if MEMORY_DATABASE_NAME := env_str("MEMORY_DATABASE_NAME", ""):
+    DATABASES["default"]["NAME"] = MEMORY_DATABASE_NAME
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -165,6 +168,22 @@ TOKEN_ENCODING = env_str("TOKEN_ENCODING", "cl100k_base")
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 20000)
 CONVERSATION_TITLE_MAX_CHARS = env_int("CONVERSATION_TITLE_MAX_CHARS", 200)
 PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
+
+# --- Conversation memory: rolling summary (seed 002), archive (seed 000), session (seed 004) ---
+MEMORY_ROLLING_WINDOW_SIZE = env_int("MEMORY_ROLLING_WINDOW_SIZE", 14)
+MEMORY_SUMMARIZE_AFTER_SEQ = env_int("MEMORY_SUMMARIZE_AFTER_SEQ", 5)
+SUMMARIZATION_THRESHOLD = env_int("SUMMARIZATION_THRESHOLD", 30)
+SUMMARIZATION_BATCH_SIZE = env_int("SUMMARIZATION_BATCH_SIZE", 20)
+# A job archives at most this many batches, then enqueues itself again (stays under Q_TIMEOUT).
+SUMMARIZATION_MAX_BATCHES_PER_JOB = env_int("SUMMARIZATION_MAX_BATCHES_PER_JOB", 10)
+# Seed 002 calls a `processing` row older than 5 minutes stuck; keep it above Q_TIMEOUT.
+MEMORY_PROCESSING_TIMEOUT_SECONDS = env_int("MEMORY_PROCESSING_TIMEOUT_SECONDS", 300)
+CONVERSATION_IDLE_CLOSE_MINUTES = env_int("CONVERSATION_IDLE_CLOSE_MINUTES", 60)
+# Applied to the django-q2 schedule when migrating; edit the schedule in the admin afterwards.
+MEMORY_SWEEP_INTERVAL_MINUTES = env_int("MEMORY_SWEEP_INTERVAL_MINUTES", 1)
+EXTRACTIVE_SUMMARY_TOKEN_LIMIT = env_int("EXTRACTIVE_SUMMARY_TOKEN_LIMIT", 200)
+SESSION_ACTIVE_TOPICS_MAX = env_int("SESSION_ACTIVE_TOPICS_MAX", 5)
+SESSION_OPEN_LOOPS_MAX = env_int("SESSION_OPEN_LOOPS_MAX", 10)
 
 # --- Legacy facts (seed 000) ------------------------------------------------------------------
 FACT_MIN_CHARS = env_int("FACT_MIN_CHARS", 3)
