@@ -198,6 +198,29 @@ MEMORY_SUBJECT_MAX_CHARS = env_int("MEMORY_SUBJECT_MAX_CHARS", 200)
 # Seed 001's token budget of a user's memory document; over it, memories are evicted.
 MEMORY_TOKEN_LIMIT = env_int("MEMORY_TOKEN_LIMIT", 10000)
 
+# --- Agent side: retrieval, context packet, agent turn (seeds 000, 001, 002, 003, 004) --------
+# Search over earlier conversations: `k` defaults to seed 000's top_k and above the maximum is a 400.
+SEARCH_DEFAULT_K = env_int("SEARCH_DEFAULT_K", 3)
+SEARCH_MAX_K = env_int("SEARCH_MAX_K", 20)
+SEARCH_QUERY_MAX_CHARS = env_int("SEARCH_QUERY_MAX_CHARS", 1000)
+# Reciprocal rank fusion constant (Cormack et al.'s 60); recency halves every N days.
+SEARCH_RRF_K = env_int("SEARCH_RRF_K", 60)
+SEARCH_RECENCY_WEIGHT = env_float("SEARCH_RECENCY_WEIGHT", 0.004)
+SEARCH_RECENCY_HALF_LIFE_DAYS = env_float("SEARCH_RECENCY_HALF_LIFE_DAYS", 30.0)
+SEARCH_OPEN_LOOP_WEIGHT = env_float("SEARCH_OPEN_LOOP_WEIGHT", 0.008)
+# Also search single user messages that no archived chunk covers yet (see docs/agent-side.md).
+SEARCH_INCLUDE_MESSAGES = env_bool("SEARCH_INCLUDE_MESSAGES", True)
+SEARCH_TEXT_CONFIG = env_str("SEARCH_TEXT_CONFIG", "english")
+# Seed 000: top 3 chunks from earlier conversations, the last 20 messages without a summary.
+CONTEXT_RETRIEVAL_TOP_K = env_int("CONTEXT_RETRIEVAL_TOP_K", 3)
+CONTEXT_RECENT_MESSAGES = env_int("CONTEXT_RECENT_MESSAGES", 20)
+# The whole packet (system prompt + messages) stays within this many tiktoken tokens.
+CONTEXT_TOKEN_BUDGET = env_int("CONTEXT_TOKEN_BUDGET", 8000)
+# Seed 004: the checkpoint keeps the last K turns raw (a turn is a user + assistant pair).
+CHECKPOINT_LAST_TURNS = env_int("CHECKPOINT_LAST_TURNS", 3)
+# Tool-call rounds the agent may take in one turn before it must answer.
+TURN_MAX_TOOL_ROUNDS = env_int("TURN_MAX_TOOL_ROUNDS", 3)
+
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
