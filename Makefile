@@ -7,7 +7,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: install run worker test lint browser clean-data help
+.PHONY: install run worker test lint browser stop-db clean-data help
 
 help:
 	@echo "make run      set up (if needed), migrate, serve on http://$(HOST):$(PORT) with a job worker"
@@ -50,5 +50,9 @@ lint: $(STAMP)
 test: $(STAMP) browser lint
 	$(PY) -m pytest
 
-clean-data:
+# The embedded PostgreSQL outlives `make run` so that the next command starts at once.
+stop-db: $(STAMP)
+	@$(PY) -c 'import os; from pathlib import Path; from memory_site.database import stop_embedded_server; d = Path(os.environ.get("MEMORY_DATA_DIR", ".data")).resolve(); print("embedded PostgreSQL", "stopped" if stop_embedded_server(d) else "was not running")'
+
+clean-data: stop-db
 	rm -rf .data

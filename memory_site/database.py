@@ -56,3 +56,24 @@ def database_config(*, database_url: str, data_dir: Path, conn_max_age: int) -> 
     config = embedded_database_config(data_dir)
     config["CONN_MAX_AGE"] = conn_max_age
     return config
+
+
+def stop_embedded_server(data_dir: Path) -> bool:
+    """Stop the embedded server of `data_dir` if it runs; True when one was stopped."""
+    import os
+    import subprocess
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver import _commands
+
+    pgdata = data_dir / "pg"
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    command = [str(_commands.POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "stop"]
+    if os.geteuid() == 0:
+        # As root, pgserver runs the server as its own system user, and pg_ctl must be that user.
+        command = ["su", "pgserver", "-s", "/bin/sh", "-c", " ".join(command)]
+    subprocess.run(command, check=True, capture_output=True)
+    return True
