@@ -1,0 +1,376 @@
+"""Writes of agent memories (create, new version, soft delete), places, and the token budget."""
+
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.http import Http404
+from django.utils import timezone
+
+from agent_memory import selectors
+from agent_memory.models import (
+    AgentMemory,
+    AgentMemoryVersion,
+    Place,
+    PlaceMention,
+    generate_short_id,
+)
+from conversations.models import Conversation, Message
+
+logger = logging.getLogger(__name__)
+
+# "document" is 8 letters, a valid short id, and a path of its own under /api/memory/.
+RESERVED_SHORT_IDS = frozenset({"document"})
+SHORT_ID_ATTEMPTS = 5
+PLACE_FIELD_MAX_CHARS = 200
+
+# Ids of the memories written inside the current `memory_write_scope()`: the token budget
+# never evicts what the same request (or agent turn) has just added.
+_added_in_scope: ContextVar[set[str] | None] = ContextVar("agent_memory_added", default=None)
+
+
+class SubjectConflict(Exception):
+    """An active memory of the user already has this subject: update it instead."""
+
+    def __init__(self, memory: AgentMemory):
+        super().__init__(f"A memory about {memory.subject!r} already exists ({memory.pk}).")
+        self.memory = memory
+
+
+@dataclass(frozen=True)
+class MemoryUpdate:
+    memory: AgentMemory
+    old_content: str
+    new_content: str
+    version: int
+
+
+@contextmanager
+def memory_write_scope() -> Iterator[set[str]]:
+    """Protect every memory added inside from eviction until the scope ends.
+
+    Wrap one request or one agent turn (all of its tool calls) in it; each service call
+    also protects what it wrote itself, so a lone call needs no scope.
+    """
+    added: set[str] = set()
+    token = _added_in_scope.set(added)
+    try:
+        yield added
+    finally:
+        _added_in_scope.reset(token)
+
+
+def _remember_added(memory_id: str) -> None:
+    added = _added_in_scope.get()
+    if added is not None:
+        added.add(memory_id)
+
+
+def _lock_user(user: AbstractBaseUser) -> None:
+    """Serialise the memory writes of one user: the subject check, version numbers and
+    the token budget see every earlier write, and no concurrent add is lost."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+
+
+def _clean_content(content: object, errors: dict[str, list[str]]) -> str:
+    low, high = settings.MEMORY_CONTENT_MIN_CHARS, settings.MEMORY_CONTENT_MAX_CHARS
+    if not isinstance(content, str):
+        errors["content"] = ["This field is required and must be text."]
+        return ""
+    text = " ".join(content.split())
+    if not low <= len(text) <= high:
+        errors["content"] = [f"Must be {low}–{high} characters (got {len(text)})."]
+    return text
+
+
+def _clean_subject(subject: object, errors: dict[str, list[str]]) -> str | None:
+    if subject is None:
+        return None
+    if not isinstance(subject, str):
+        errors["subject"] = ["Must be text or null."]
+        return None
+    text = " ".join(subject.split())
+    if len(text) > settings.MEMORY_SUBJECT_MAX_CHARS:
+        errors["subject"] = [f"At most {settings.MEMORY_SUBJECT_MAX_CHARS} characters."]
+    return text or None
+
+
+def _check_source(
+    *, user: AbstractBaseUser, conversation: Conversation | None, message: Message | None
+) -> Conversation | None:
+    """The conversation a write came from; the message must belong to it and both to the user."""
+    if message is not None:
+        if conversation is None:
+            conversation = message.conversation
+        elif message.conversation_id != conversation.pk:
+            raise ValidationError({"message_id": ["The message is not in that conversation."]})
+    if conversation is not None and conversation.user_id != user.pk:
+        raise ValidationError({"conversation_id": ["Not one of your conversations."]})
+    return conversation
+
+
+def _insert_memory(*, user: AbstractBaseUser, category: str, subject: str | None) -> AgentMemory:
+    """Insert with a fresh short id, drawing again when one is taken (or reserved)."""
+    for _ in range(SHORT_ID_ATTEMPTS):
+        short_id = generate_short_id()
+        if short_id in RESERVED_SHORT_IDS:
+            continue
+        try:
+            with transaction.atomic():
+                return AgentMemory.objects.create(
+                    id=short_id, user=user, category=category, subject=subject
+                )
+        except IntegrityError:
+            if not AgentMemory.objects.filter(pk=short_id).exists():
+                raise
+            logger.info("short id collision on %s, drawing another", short_id)
+    raise RuntimeError(f"no free short id after {SHORT_ID_ATTEMPTS} attempts")
+
+
+def memory_create(
+    *,
+    user: AbstractBaseUser,
+    content: object,
+    category: object,
+    subject: object = None,
+    source_conversation: Conversation | None = None,
+    source_message: Message | None = None,
+) -> AgentMemory:
+    """Create a memory with its version 1 (seed 003's add_to_memory).
+
+    Raises ValidationError for bad input and SubjectConflict when an active memory of
+    the user has the same subject (ignoring case). Then applies the token budget,
+    which never evicts the new memory.
+    """
+    errors: dict[str, list[str]] = {}
+    text = _clean_content(content, errors)
+    if category not in AgentMemory.Category.values:
+        errors["category"] = [f"Must be one of: {', '.join(AgentMemory.Category.values)}."]
+    clean_subject = _clean_subject(subject, errors)
+    if errors:
+        raise ValidationError(errors)
+    conversation = _check_source(
+        user=user, conversation=source_conversation, message=source_message
+    )
+    with transaction.atomic():
+        _lock_user(user)
+        if clean_subject:
+            existing = selectors.active_memory_with_subject(user=user, subject=clean_subject)
+            if existing is not None:
+                raise SubjectConflict(existing)
+        memory = _insert_memory(user=user, category=str(category), subject=clean_subject)
+        AgentMemoryVersion.objects.create(
+            memory=memory,
+            version_number=1,
+            content=text,
+            source_conversation=conversation,
+            source_message=source_message,
+        )
+        _remember_added(memory.pk)
+        memory_enforce_token_limit(user=user, protected_ids={memory.pk})
+    logger.info("memory %s created for user %s", memory.pk, user.pk)
+    return memory
+
+
+def memory_update(
+    *,
+    user: AbstractBaseUser,
+    memory: AgentMemory,
+    content: object,
+    source_conversation: Conversation | None = None,
+    source_message: Message | None = None,
+) -> MemoryUpdate:
+    """Add version n+1 with the new content (seed 003's update_memory); the id stays.
+
+    Raises ValidationError for bad content and Http404 when the memory is not an active
+    memory of the user (also when it was deleted meanwhile).
+    """
+    errors: dict[str, list[str]] = {}
+    text = _clean_content(content, errors)
+    if errors:
+        raise ValidationError(errors)
+    conversation = _check_source(
+        user=user, conversation=source_conversation, message=source_message
+    )
+    with transaction.atomic():
+        _lock_user(user)
+        if not AgentMemory.objects.filter(
+            pk=memory.pk, user=user, deleted_at__isnull=True
+        ).exists():
+            raise Http404("memory not found")
+        last = AgentMemoryVersion.objects.filter(memory_id=memory.pk).order_by(
+            "-version_number"
+        ).first()
+        old_content = last.content if last else ""
+        number = (last.version_number if last else 0) + 1
+        AgentMemoryVersion.objects.create(
+            memory_id=memory.pk,
+            version_number=number,
+            content=text,
+            source_conversation=conversation,
+            source_message=source_message,
+        )
+        _remember_added(memory.pk)
+        memory_enforce_token_limit(user=user, protected_ids={memory.pk})
+    logger.info("memory %s of user %s is now version %d", memory.pk, user.pk, number)
+    return MemoryUpdate(memory=memory, old_content=old_content, new_content=text, version=number)
+
+
+def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
+    """Soft-delete (deleted_at): gone from lists, context and tools, history kept.
+
+    Returns the content it had. Http404 when it is not an active memory of the user.
+    """
+    with transaction.atomic():
+        _lock_user(user)
+        deleted = AgentMemory.objects.filter(
+            pk=memory.pk, user=user, deleted_at__isnull=True
+        ).update(deleted_at=timezone.now())
+        if not deleted:
+            raise Http404("memory not found")
+        last = AgentMemoryVersion.objects.filter(memory_id=memory.pk).order_by(
+            "-version_number"
+        ).first()
+    logger.info("memory %s of user %s deleted", memory.pk, user.pk)
+    return last.content if last else ""
+
+
+def memory_enforce_token_limit(
+    *, user: AbstractBaseUser, protected_ids: Iterable[str] = ()
+) -> list[str]:
+    """Seed 001's eviction: while the memory document is over MEMORY_TOKEN_LIMIT tokens,
+    evict deactivated (soft-deleted) memories first, then the oldest active ones.
+
+    Never evicts `protected_ids` nor what the current `memory_write_scope()` added.
+    Evicted memories get evicted_at (and deleted_at): they leave the document, the
+    context and the tools, their history stays for the owner. Logs a WARNING with the
+    evicted ids; returns them. Call it with the user's rows locked (the services do).
+    """
+    limit = settings.MEMORY_TOKEN_LIMIT
+    facts = selectors.document_facts(user)
+    places = selectors.document_places(user)
+    tokens = selectors.document_token_count(facts=facts, places=places)
+    if tokens <= limit:
+        return []
+    protected = set(protected_ids) | (_added_in_scope.get() or set())
+    candidates = sorted(
+        (f for f in facts if f["id"] not in protected),
+        key=lambda f: (f["is_active"], datetime.fromisoformat(f["added_at"]), f["id"]),
+    )
+    remaining = list(facts)
+    evicted: list[str] = []
+    for fact in candidates:
+        if tokens <= limit:
+            break
+        remaining.remove(fact)
+        evicted.append(fact["id"])
+        tokens = selectors.document_token_count(facts=remaining, places=places)
+    if evicted:
+        now = timezone.now()
+        AgentMemory.objects.filter(user=user, pk__in=evicted).update(
+            evicted_at=now, deleted_at=Coalesce(F("deleted_at"), Value(now))
+        )
+        logger.warning(
+            "Evicted %d memories for user %s due to token limit (%d tokens, limit %d): %s",
+            len(evicted), user.pk, tokens, limit, ", ".join(evicted),
+        )
+    if tokens > limit:
+        logger.warning(
+            "Memory of user %s is still over the token limit (%d > %d): the rest is protected",
+            user.pk, tokens, limit,
+        )
+    return evicted
+
+
+def _clean_place_text(value: object, field: str, errors: dict[str, list[str]], *,
+                      required: bool, max_chars: int) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        errors[field] = ["This field is required and must be text."]
+        return ""
+    text = " ".join(value.split())
+    if len(text) > max_chars:
+        errors[field] = [f"At most {max_chars} characters."]
+    return text
+
+
+def place_add(
+    *,
+    user: AbstractBaseUser,
+    place_id: object,
+    name: object,
+    notes: object = None,
+    conversation: Conversation | None = None,
+    message: Message | None = None,
+    mentioned_at: datetime | None = None,
+) -> tuple[Place, bool]:
+    """Seed 001's add_poi: create the place with its first mention, or, when the user
+    already has a place with this place_id, add a mention to it (name and notes kept).
+
+    A mention needs a conversation (or a message, whose conversation it takes); without
+    either the place is stored without one. Returns (place, created).
+    """
+    errors: dict[str, list[str]] = {}
+    clean_id = _clean_place_text(place_id, "place_id", errors, required=True,
+                                 max_chars=PLACE_FIELD_MAX_CHARS)
+    clean_name = _clean_place_text(name, "place_name", errors, required=True,
+                                   max_chars=PLACE_FIELD_MAX_CHARS)
+    clean_notes = _clean_place_text(notes, "notes", errors, required=False,
+                                    max_chars=settings.MEMORY_CONTENT_MAX_CHARS)
+    if errors:
+        raise ValidationError(errors)
+    conversation = _check_source(user=user, conversation=conversation, message=message)
+    with transaction.atomic():
+        _lock_user(user)
+        place = selectors.place_for_user(user=user, place_id=clean_id)
+        created = place is None
+        if created:
+            place = Place.objects.create(
+                user=user, place_id=clean_id, name=clean_name, notes=clean_notes
+            )
+        if conversation is not None:
+            PlaceMention.objects.create(
+                place=place,
+                conversation=conversation,
+                message=message,
+                mentioned_at=mentioned_at or timezone.now(),
+            )
+        memory_enforce_token_limit(user=user)
+    return place, created
+
+
+def place_mention_add(
+    *,
+    user: AbstractBaseUser,
+    place: Place,
+    conversation: Conversation | None = None,
+    message: Message | None = None,
+    mentioned_at: datetime | None = None,
+) -> PlaceMention:
+    """Seed 001's add_poi_mention: one more conversation (and message) mentioned the place."""
+    if place.user_id != user.pk:
+        raise Http404("place not found")
+    conversation = _check_source(user=user, conversation=conversation, message=message)
+    if conversation is None:
+        raise ValidationError({"conversation_id": ["A mention needs a conversation."]})
+    with transaction.atomic():
+        _lock_user(user)
+        mention = PlaceMention.objects.create(
+            place=place,
+            conversation=conversation,
+            message=message,
+            mentioned_at=mentioned_at or timezone.now(),
+        )
+        memory_enforce_token_limit(user=user)
+    return mention
