@@ -1,11 +1,76 @@
-"""Dashboard pages of legacies and their facts."""
+"""Dashboard pages of legacies and their facts: review, share, edit and delete (htmx in place)."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from facts import selectors, services
+from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
+
+DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
+
+
+def _first_errors(exc: ValidationError) -> dict[str, str]:
+    if not hasattr(exc, "error_dict"):
+        return {"non_field_errors": " ".join(exc.messages)}
+    return {field: " ".join(msgs) for field, msgs in exc.message_dict.items()}
+
+
+def _facts_url(legacy_id: object, fact: LegacyFact | None = None) -> str:
+    url = reverse("facts:legacy_facts", args=[legacy_id])
+    return f"{url}#fact-{fact.pk}" if fact is not None else url
+
+
+def _group_by_category(facts: list[LegacyFact]) -> list[tuple[str, list[LegacyFact]]]:
+    groups: dict[str, list[LegacyFact]] = {c: [] for c in LegacyFact.Category.values}
+    for fact in facts:
+        groups[fact.category].append(fact)
+    return [(category, items) for category, items in groups.items() if items]
+
+
+def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
+    """The facts page's lists, narrowed by its `category` and `q` query parameters."""
+    category = request.GET.get("category", "")
+    text = request.GET.get("q", "").strip()
+    filter_error = ""
+    if category and category not in LegacyFact.Category.values:
+        filter_error = f"There is no category “{category}”; showing every category."
+        category = ""
+    visible = list(
+        selectors.facts_filtered(user=request.user, legacy=legacy, category=category, text=text)
+        .select_related("source_conversation")
+    )
+    mine = [f for f in visible if f.user_id == request.user.pk]
+    return {
+        "legacy": legacy,
+        "my_groups": _group_by_category(mine),
+        "my_count": len(mine),
+        "shared_by_others": [f for f in visible if f.user_id != request.user.pk],
+        "has_any_facts": selectors.facts_visible_to(request.user, legacy).exists(),
+        "category": category,
+        "q": text,
+        "filtered": bool(category or text),
+        "filter_error": filter_error,
+        "categories": LegacyFact.Category.values,
+        "visibilities": LegacyFact.Visibility.choices,
+        "members": selectors.legacy_members(legacy=legacy),
+    }
+
+
+def _render_facts_page(
+    request: HttpRequest, legacy: Legacy, status: int = 200, **extra: object
+) -> HttpResponse:
+    context = {**_facts_page_context(request, legacy), **extra}
+    return render(request, "facts/facts_page.html", context, status=status)
+
+
+def _row(request: HttpRequest, fact: LegacyFact, **extra: object) -> HttpResponse:
+    return render(request, "facts/_fact_row.html", {"fact": fact, "user": request.user, **extra})
 
 
 @login_required
@@ -13,3 +78,113 @@ from facts.selectors import legacies_with_member_counts
 def legacy_list(request: HttpRequest) -> HttpResponse:
     legacies = legacies_with_member_counts(request.user)
     return render(request, "facts/legacy_list.html", {"legacies": legacies})
+
+
+@login_required
+@require_GET
+def legacy_facts(request: HttpRequest, legacy_id: str) -> HttpResponse:
+    """The facts page; an htmx request (the filters) gets only the list."""
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    if request.htmx:
+        return render(request, "facts/_fact_list.html", _facts_page_context(request, legacy))
+    return _render_facts_page(request, legacy)
+
+
+@login_required
+@require_POST
+def fact_add(request: HttpRequest, legacy_id: str) -> HttpResponse:
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    try:
+        fact, created = services.fact_create(
+            legacy=legacy,
+            user=request.user,
+            category=request.POST.get("category", ""),
+            content=request.POST.get("content", ""),
+            visibility=request.POST.get("visibility", LegacyFact.Visibility.PRIVATE),
+        )
+    except ValidationError as exc:
+        return _render_facts_page(
+            request, legacy, status=400, add_errors=_first_errors(exc), add_values=request.POST
+        )
+    if created:
+        messages.success(request, "Fact added. Only you can see it until you share it.")
+    else:
+        messages.info(request, DUPLICATE_MESSAGE)
+    return redirect(_facts_url(legacy.pk, fact))
+
+
+@login_required
+@require_GET
+def fact_row(request: HttpRequest, fact_id: str) -> HttpResponse:
+    """One fact's row (what "Cancel" goes back to); without htmx, the facts page at that row."""
+    fact = selectors.fact_for_user(user=request.user, fact_id=fact_id)
+    if request.htmx:
+        return _row(request, fact)
+    return redirect(_facts_url(fact.legacy_id, fact))
+
+
+@login_required
+@require_POST
+def fact_visibility(request: HttpRequest, fact_id: str) -> HttpResponse:
+    fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+    try:
+        fact = services.fact_set_visibility(
+            fact=fact, user=request.user, visibility=request.POST.get("visibility", "")
+        )
+    except ValidationError as exc:
+        error = " ".join(exc.messages)
+        if request.htmx:
+            return _row(request, fact, row_error=error)
+        return _render_facts_page(
+            request, fact.legacy, status=400, error_fact_id=fact.pk, row_error=error
+        )
+    confirmation = (
+        "Shared with the family."
+        if fact.visibility == LegacyFact.Visibility.SHARED
+        else "Now private: only you can see it."
+    )
+    if request.htmx:
+        return _row(request, fact, confirmation=confirmation)
+    messages.success(request, confirmation)
+    return redirect(_facts_url(fact.legacy_id, fact))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def fact_edit(request: HttpRequest, fact_id: str) -> HttpResponse:
+    """The edit form (in place with htmx, its own page without) and its submission."""
+    fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+    template = "facts/_fact_edit.html" if request.htmx else "facts/fact_edit_page.html"
+    context = {"fact": fact, "categories": LegacyFact.Category.values}
+    if request.method == "GET":
+        return render(request, template, context)
+    try:
+        fact = services.fact_update(
+            fact=fact,
+            user=request.user,
+            content=request.POST.get("content", ""),
+            category=request.POST.get("category", ""),
+        )
+    except ValidationError as exc:
+        context.update(errors=_first_errors(exc), values=request.POST)
+        return render(request, template, context, status=200 if request.htmx else 400)
+    if request.htmx:
+        return _row(request, fact, confirmation="Saved.")
+    messages.success(request, "Fact saved.")
+    return redirect(_facts_url(fact.legacy_id, fact))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def fact_delete(request: HttpRequest, fact_id: str) -> HttpResponse:
+    """Asks for confirmation (GET), then deletes (POST)."""
+    fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+    if request.method == "GET":
+        template = "facts/_fact_delete.html" if request.htmx else "facts/fact_delete_page.html"
+        return render(request, template, {"fact": fact})
+    legacy_id = fact.legacy_id
+    services.fact_delete(fact=fact, user=request.user)
+    if request.htmx:
+        return render(request, "facts/_fact_deleted.html")
+    messages.success(request, "Fact deleted.")
+    return redirect(_facts_url(legacy_id))
