@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("facts.api_urls")),
     path("api/", include("conversations.api_urls")),
+    path("api/", include("conversations.agent_api_urls")),
     path("api/", include("agent_memory.api_urls")),
     path(
         "accounts/login/",
