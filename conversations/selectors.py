@@ -4,7 +4,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.http import Http404
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -31,3 +31,22 @@ def messages_for_conversation(
     if after is not None:
         messages = messages.filter(sequence__gt=after)
     return messages.order_by("sequence")
+
+
+# --- Transcript page (dashboard): a conversation's summaries ---------------------------------
+
+
+def rolling_summaries_for_conversation(*, conversation: Conversation) -> QuerySet[ConversationMemory]:
+    """Seed 002's rolling-summary versions of the conversation, oldest first."""
+    return ConversationMemory.objects.filter(conversation=conversation).order_by(
+        "created_at", "end_sequence"
+    )
+
+
+def archived_chunks_for_conversation(*, conversation: Conversation) -> QuerySet[ConversationChunk]:
+    """Seed 000's archived summary chunks of the conversation, in message order."""
+    return (
+        ConversationChunk.objects.filter(conversation=conversation)
+        .defer("embedding")
+        .order_by("message_range_start")
+    )

@@ -1,7 +1,11 @@
 """Dashboard routes of the conversations app."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from conversations import views
 
 app_name = "conversations"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("conversations/<uuid:conversation_id>", views.transcript, name="transcript"),
+]
