@@ -1,0 +1,264 @@
+"""The memory tools: definitions at /api/tools, execution as the caller, structured errors."""
+
+import json
+
+import pytest
+
+from agent_memory import tools
+from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
+from tests.conftest import api_client_for
+from tests.factories import ConversationFactory, MessageFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice():
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def client(alice):
+    return api_client_for(alice)
+
+
+def _rows():
+    return (AgentMemory.objects.count(), AgentMemoryVersion.objects.count(),
+            Place.objects.count(), PlaceMention.objects.count())
+
+
+def _call(client, name, arguments=None, **extra):
+    body = {"arguments": arguments, **extra} if arguments is not None else extra
+    return client.post(f"/api/tools/{name}", body, format="json")
+
+
+def test_the_tools_are_openai_function_definitions(client):
+    response = client.get("/api/tools")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["total"] == 3
+    assert [t["function"]["name"] for t in body["tools"]] == [
+        "add_to_memory", "update_memory", "manage_user_memory",
+    ]
+    assert body["tools"] == tools.tool_definitions()
+    add, update, manage = body["tools"]
+    assert all(t["type"] == "function" for t in body["tools"])
+    assert add["function"]["description"].startswith("Store important information for future")
+    assert add["function"]["parameters"]["required"] == ["content", "category"]
+    assert add["function"]["parameters"]["properties"]["category"]["enum"] == [
+        "person", "preference", "context", "project",
+    ]
+    assert add["function"]["parameters"]["properties"]["content"]["minLength"] == 5
+    assert add["function"]["parameters"]["properties"]["content"]["maxLength"] == 500
+    assert update["function"]["parameters"]["required"] == ["memory_id", "content"]
+    assert update["function"]["description"].startswith("Update an existing memory")
+    assert manage["function"]["parameters"]["properties"]["operation"]["enum"] == [
+        "add_fact", "deactivate_fact", "add_poi", "get_memory",
+    ]
+    assert "WHEN TO USE:" in manage["function"]["description"]
+
+
+def test_add_to_memory_runs_as_the_caller_and_records_the_source(client, alice):
+    conversation = ConversationFactory(user=alice, legacy__created_by=alice)
+    message = MessageFactory(conversation=conversation, sequence=0)
+    response = _call(
+        client, "add_to_memory",
+        {"content": "Alec is the user's boss", "category": "person", "subject": "Alec"},
+        conversation_id=str(conversation.pk), message_id=str(message.pk),
+    )
+    assert response.status_code == 200
+    memory = AgentMemory.objects.get(user=alice)
+    assert response.json() == {
+        "ok": True,
+        "tool": "add_to_memory",
+        "result": {
+            "memory_id": memory.pk, "category": "person", "subject": "Alec",
+            "content": "Alec is the user's boss", "version": 1,
+            "message": f"Stored memory [id:{memory.pk}].",
+        },
+    }
+    version = memory.versions.get()
+    assert (version.source_conversation, version.source_message) == (conversation, message)
+
+
+def test_add_to_memory_with_a_known_subject_suggests_update_memory(client, alice):
+    first = _call(client, "add_to_memory",
+                  {"content": "Sarah works on the Platform team", "category": "person",
+                   "subject": "Sarah"}).json()["result"]
+    before = _rows()
+    response = _call(client, "add_to_memory",
+                     {"content": "Sarah works on the Design team", "category": "person",
+                      "subject": "SARAH"})
+    assert response.status_code == 409
+    body = response.json()
+    assert body["ok"] is False
+    assert body["code"] == "conflict"
+    assert f"update_memory with memory_id={first['memory_id']}" in body["detail"]
+    assert body["existing_memory"] == {
+        "memory_id": first["memory_id"], "category": "person", "subject": "Sarah",
+        "content": "Sarah works on the Platform team",
+    }
+    assert _rows() == before
+
+
+def test_update_memory_answers_old_and_new_content(client):
+    memory_id = _call(client, "add_to_memory",
+                      {"content": "Sarah works on the Platform team", "category": "person",
+                       "subject": "Sarah"}).json()["result"]["memory_id"]
+    response = _call(client, "update_memory",
+                     {"memory_id": memory_id, "content": "Sarah works on the Design team"})
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["old_content"] == "Sarah works on the Platform team"
+    assert result["new_content"] == "Sarah works on the Design team"
+    assert (result["memory_id"], result["version"]) == (memory_id, 2)
+
+
+def test_arguments_may_be_the_json_text_openai_sends(client, alice):
+    result = tools.tool_execute(
+        user=alice, name="add_to_memory",
+        arguments=json.dumps({"content": "User likes concise answers", "category": "preference"}),
+    )
+    assert result["ok"] is True
+    assert AgentMemory.objects.filter(user=alice).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "errors"),
+    [
+        ("add_to_memory", {}, {"content": ["This argument is required."],
+                               "category": ["This argument is required."]}),
+        ("add_to_memory", {"content": "Alec is the boss", "category": "boss"},
+         {"category": ["Must be one of: person, preference, context, project."]}),
+        ("add_to_memory", {"content": "Alec", "category": "person"},
+         {"content": ["Must be 5–500 characters (got 4)."]}),
+        ("add_to_memory", {"content": 42, "category": "person"},
+         {"content": ["Must be a string."]}),
+        ("add_to_memory", {"content": "Alec is the boss", "category": "person", "mood": "x"},
+         {"mood": ["Unknown argument; expected: content, category, subject."]}),
+        ("update_memory", {"content": "Sarah moved teams"},
+         {"memory_id": ["This argument is required."]}),
+        ("manage_user_memory", {}, {"operation": ["This argument is required."]}),
+        ("manage_user_memory", {"operation": "add_fact"},
+         {"content": ["This argument is required."]}),
+        ("manage_user_memory", {"operation": "deactivate_fact"},
+         {"fact_id": ["This argument is required."]}),
+        ("manage_user_memory", {"operation": "add_poi", "place_id": "home"},
+         {"place_name": ["This argument is required."]}),
+    ],
+)
+def test_bad_arguments_come_back_as_a_structured_400(client, name, arguments, errors):
+    response = _call(client, name, arguments)
+    assert response.status_code == 400
+    field, messages = next(iter(errors.items()))
+    assert response.json() == {
+        "ok": False, "code": "invalid_arguments", "detail": f"{field}: {messages[0]}",
+        "errors": errors,
+    }
+    assert _rows() == (0, 0, 0, 0)
+
+
+def test_missing_arguments_and_broken_json_are_400s(client, alice):
+    response = client.post("/api/tools/update_memory", {}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == {
+        "memory_id": ["This argument is required."], "content": ["This argument is required."],
+    }
+    broken = tools.tool_execute(user=alice, name="add_to_memory", arguments="{not json")
+    assert broken == {
+        "ok": False, "code": "invalid_arguments", "detail": "arguments: Must be a JSON object.",
+        "errors": {"arguments": ["Must be a JSON object."]},
+    }
+    assert _rows() == (0, 0, 0, 0)
+
+
+def test_unknown_tool_is_a_404_and_unknown_operation_a_400(client, alice):
+    response = _call(client, "delete_everything", {"x": 1})
+    assert response.status_code == 404
+    assert response.json() == {
+        "ok": False, "code": "unknown_tool",
+        "detail": "Unknown tool 'delete_everything'; available: add_to_memory, update_memory, "
+        "manage_user_memory.",
+    }
+    response = _call(client, "manage_user_memory", {"operation": "forget_all"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "ok": False, "code": "unknown_operation",
+        "detail": "Unknown operation 'forget_all'; use one of: add_fact, deactivate_fact, "
+        "add_poi, get_memory.",
+        "errors": {"operation": ["Must be one of: add_fact, deactivate_fact, add_poi, get_memory."]},
+    }
+    assert tools.tool_execute(user=alice, name="nope", arguments={})["code"] == "unknown_tool"
+    assert _rows() == (0, 0, 0, 0)
+
+
+def test_update_or_deactivate_of_someone_else_s_memory_is_not_found(client, alice):
+    bob = UserFactory(username="bob")
+    theirs = tools.tool_execute(user=bob, name="add_to_memory",
+                                arguments={"content": "Bob's secret memory",
+                                           "category": "context"})["result"]["memory_id"]
+    before = _rows()
+    update = _call(client, "update_memory", {"memory_id": theirs, "content": "Hijacked text"})
+    assert update.status_code == 404
+    assert update.json() == {"ok": False, "code": "not_found",
+                             "detail": f"No active memory with id '{theirs}'."}
+    deactivate = _call(client, "manage_user_memory",
+                       {"operation": "deactivate_fact", "fact_id": theirs})
+    assert deactivate.status_code == 404
+    assert deactivate.json()["code"] == "not_found"
+    assert _rows() == before
+    assert AgentMemory.objects.get(pk=theirs).deleted_at is None
+
+
+def test_another_user_s_conversation_or_message_is_a_404(client, alice):
+    bob = UserFactory(username="bob")
+    conversation = ConversationFactory(user=bob, legacy__created_by=bob)
+    message = MessageFactory(conversation=conversation, sequence=0)
+    arguments = {"content": "Alec is the user's boss", "category": "person"}
+    for extra in ({"conversation_id": str(conversation.pk)}, {"message_id": str(message.pk)}):
+        response = _call(client, "add_to_memory", arguments, **extra)
+        assert response.status_code == 404
+        assert response.json() == {"detail": "Not found.", "code": "not_found"}
+    assert _rows() == (0, 0, 0, 0)
+
+
+def test_manage_user_memory_add_and_deactivate_a_fact(client, alice):
+    added = _call(client, "manage_user_memory",
+                  {"operation": "add_fact", "content": "User's name is Alex"})
+    assert added.status_code == 200
+    fact_id = added.json()["result"]["fact_id"]
+    assert added.json() == {"ok": True, "tool": "manage_user_memory",
+                            "result": {"operation": "add_fact", "fact_id": fact_id}}
+    memory = AgentMemory.objects.get(pk=fact_id, user=alice)
+    assert memory.category == "context"
+    deactivated = _call(client, "manage_user_memory",
+                        {"operation": "deactivate_fact", "fact_id": fact_id})
+    assert deactivated.json() == {
+        "ok": True, "tool": "manage_user_memory",
+        "result": {"operation": "deactivate_fact", "fact_id": fact_id, "deactivated": True},
+    }
+    memory.refresh_from_db()
+    assert memory.deleted_at is not None
+    document = _call(client, "manage_user_memory", {"operation": "get_memory"}).json()["result"]
+    assert document["operation"] == "get_memory"
+    assert [(f["id"], f["is_active"]) for f in document["memory"]["facts"]] == [(fact_id, False)]
+
+
+def test_add_poi_twice_adds_a_mention_to_the_same_place(client, alice):
+    first = ConversationFactory(user=alice, legacy__created_by=alice)
+    second = ConversationFactory(user=alice, legacy=first.legacy)
+    message = MessageFactory(conversation=second, sequence=0)
+    arguments = {"operation": "add_poi", "place_id": "home", "place_name": "Home",
+                 "notes": "123 Main St, Seattle"}
+    one = _call(client, "manage_user_memory", arguments, conversation_id=str(first.pk))
+    assert one.json()["result"] == {"operation": "add_poi", "place_id": "home", "created": True,
+                                    "mentioned_in_conversations": 1}
+    two = _call(client, "manage_user_memory", {**arguments, "place_name": "Renamed"},
+                message_id=str(message.pk))
+    assert two.json()["result"] == {"operation": "add_poi", "place_id": "home", "created": False,
+                                    "mentioned_in_conversations": 2}
+    place = Place.objects.get(user=alice)
+    assert (place.name, place.notes) == ("Home", "123 Main St, Seattle")
+    assert [(m.conversation, m.message) for m in place.mentions.order_by("mentioned_at")] == [
+        (first, None), (second, message),
+    ]
