@@ -392,3 +392,27 @@ def test_unknown_fact_and_non_uuid_paths_are_404(family):
     client = _signed_in(family.owner)
     assert client.get(f"/facts/{uuid.uuid4()}/edit").status_code == 404
     assert client.get("/facts/not-a-uuid/edit").status_code == 404
+
+
+def test_sign_in_and_sign_out(family):
+    client = Client(enforce_csrf_checks=True)
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())[1]
+    bad = client.post(
+        "/accounts/login/",
+        {"username": "owner", "password": "wrong", "csrfmiddlewaretoken": token},
+    )
+    assert bad.status_code == 200
+    assert "That username and password did not match." in bad.content.decode()
+    response = client.post(
+        "/accounts/login/",
+        {"username": "owner", "password": "pw-for-tests", "csrfmiddlewaretoken": token},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    token = _csrf(client, "/")
+    response = client.post("/accounts/logout/", {"csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/"
+    assert client.get("/").status_code == 302
