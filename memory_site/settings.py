@@ -125,6 +125,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MembershipRoleEnum": "facts.models.LegacyMembership.Role",
         "MessageRoleEnum": "conversations.models.Message.Role",
+        "FactCategoryEnum": "facts.models.LegacyFact.Category",
     },
 }
 
