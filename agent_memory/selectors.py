@@ -31,7 +31,8 @@ _FENCE_TAG = re.compile(r"<(\s*/?\s*memory-data)", re.IGNORECASE)
 MEMORY_ORDER = ("category", "created_at", "id")
 
 
-def _with_current(memories: QuerySet[AgentMemory]) -> QuerySet[AgentMemory]:
+def annotate_current(memories: QuerySet[AgentMemory]) -> QuerySet[AgentMemory]:
+    """Each memory with its current `content`, `version` number and `updated_at`."""
     latest = AgentMemoryVersion.objects.filter(memory=OuterRef("pk")).order_by("-version_number")
     return memories.annotate(
         content=Subquery(latest.values("content")[:1]),
@@ -45,7 +46,7 @@ def memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
     updated_at annotated."""
     if not user.is_authenticated:
         return AgentMemory.objects.none()
-    return _with_current(AgentMemory.objects.filter(user=user))
+    return annotate_current(AgentMemory.objects.filter(user=user))
 
 
 def active_memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
