@@ -10,4 +10,14 @@ urlpatterns = [
         agent_apis.LegacySearchApi.as_view(),
         name="api-legacy-search",
     ),
+    path(
+        "ai/conversations/<uuid:conversation_id>/context",
+        agent_apis.ConversationContextApi.as_view(),
+        name="api-conversation-context",
+    ),
+    path(
+        "ai/conversations/<uuid:conversation_id>/checkpoint",
+        agent_apis.ConversationCheckpointApi.as_view(),
+        name="api-conversation-checkpoint",
+    ),
 ]
