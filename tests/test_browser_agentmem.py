@@ -1,0 +1,169 @@
+"""Real-browser tests of the memories dashboard: Playwright drives Debian's chromium against
+the live server. Saves docs/screenshots/memories-page.png and memory-history.png."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from agent_memory import services
+from agent_memory.models import AgentMemory
+from tests.factories import ConversationFactory, LegacyFactory, UserFactory
+
+# Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+# still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+PASSWORD = "pw-for-tests"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Browser:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+def _sign_in(browser: Browser, live_server, username: str, **context_options) -> Page:
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, **context_options)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="My legacies")).to_be_visible()
+    return page
+
+
+@pytest.fixture
+def memories():
+    """Alice's memories: Rose in three versions, a project, a preference, one deleted."""
+    alice = UserFactory(username="alice")
+    conversation = ConversationFactory(
+        user=alice, legacy=LegacyFactory(name="Rose Whitfield", created_by=alice),
+        title="Sunday baking with Grandma",
+    )
+    rose = services.memory_create(
+        user=alice, content="Rose Whitfield is Alice's grandmother", category="person",
+        subject="Rose", source_conversation=conversation,
+    )
+    services.memory_update(
+        user=alice, memory=rose,
+        content="Rose Whitfield is Alice's grandmother; she taught Alice to bake bread",
+    )
+    services.memory_update(
+        user=alice, memory=rose, source_conversation=conversation,
+        content="Rose Whitfield is Alice's grandmother; she taught Alice to bake rye bread "
+        "every Sunday",
+    )
+    album = services.memory_create(
+        user=alice, content="Alice is collecting stories for Rose's 90th birthday album",
+        category="project", subject="Birthday album",
+    )
+    short = services.memory_create(
+        user=alice, content="Alice prefers short answers with dates written out",
+        category="preference",
+    )
+    ally = services.memory_create(user=alice, content="Alice prefers to be called Ally",
+                                  category="preference")
+    services.memory_delete(user=alice, memory=ally)
+    services.memory_create(user=UserFactory(username="bob"), content="Bob's private memory",
+                           category="person")
+    return {"alice": alice, "rose": rose, "album": album, "short": short, "ally": ally}
+
+
+def test_memories_by_category_history_and_delete_in_place(browser, live_server, memories):
+    page = _sign_in(browser, live_server, "alice")
+    page.get_by_role("navigation").get_by_role("link", name="My memories").click()
+    expect(page.get_by_role("heading", name="My memories")).to_be_visible()
+    headings = page.locator(".memory-group h2").all_inner_texts()
+    assert [re.sub(r"\s*\d+$", "", h) for h in headings] == ["Person", "Preference", "Project"]
+    rose_card = page.locator(f"#memory-{memories['rose'].pk}")
+    expect(rose_card).to_contain_text("Rose")
+    expect(rose_card).to_contain_text("rye bread every Sunday")
+    expect(rose_card).to_contain_text("version 3")
+    expect(page.get_by_text("Bob's private memory")).to_have_count(0)
+    deleted = page.locator("details.deleted-memories")
+    expect(deleted.locator("summary")).to_have_text("Deleted memories (1)")
+    ally = deleted.locator(".memory-content", has_text="Alice prefers to be called Ally")
+    expect(ally).not_to_be_visible()
+    deleted.locator("summary").click()
+    expect(ally).to_be_visible()
+    expect(deleted.locator("ol.timeline li")).to_have_count(1)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "memories-page.png"), full_page=True)
+
+    # The version history as a timeline, with what changed highlighted.
+    rose_card.get_by_role("link", name="History").click()
+    expect(page.get_by_role("heading", name="Rose")).to_be_visible()
+    versions = page.locator("ol.timeline > li")
+    expect(versions).to_have_count(3)
+    expect(versions.nth(0)).to_contain_text("Version 1")
+    expect(versions.nth(0)).to_contain_text("From the conversation “Sunday baking with Grandma”")
+    expect(versions.nth(1).locator("del")).to_have_text("grandmother")
+    expect(versions.nth(1).locator("ins")).to_have_text(
+        "grandmother; she taught Alice to bake bread"
+    )
+    expect(versions.nth(2).locator("del")).to_have_count(0)
+    expect(versions.nth(2).locator("ins")).to_have_text(["rye", "every Sunday"])
+    expect(versions.nth(2)).to_contain_text("current")
+    page.screenshot(path=str(SCREENSHOTS / "memory-history.png"), full_page=True)
+
+    # Delete asks first (in place); Cancel puts the card back.
+    page.get_by_role("navigation").get_by_role("link", name="My memories").click()
+    short_card = page.locator(f"#memory-{memories['short'].pk}")
+    short_card.get_by_role("link", name="Delete").click()
+    expect(short_card).to_contain_text("Delete this memory?")
+    short_card.get_by_role("link", name="Cancel").click()
+    expect(short_card.get_by_role("link", name="History")).to_be_visible()
+    assert AgentMemory.objects.get(pk=memories["short"].pk).deleted_at is None
+    # Confirmed: the card leaves the list and joins the deleted section with its history.
+    short_card.get_by_role("link", name="Delete").click()
+    short_card.get_by_role("button", name="Yes, delete").click()
+    expect(page.get_by_role("status")).to_have_text(
+        "Deleted: 'Alice prefers short answers with dates written out'. Its history is kept "
+        "under “Deleted memories”."
+    )
+    expect(page.locator(".memory-group").get_by_text("Alice prefers short answers")).to_have_count(0)
+    expect(page.locator("details.deleted-memories summary")).to_have_text("Deleted memories (2)")
+    assert AgentMemory.objects.get(pk=memories["short"].pk).deleted_at is not None
+    assert page.url == f"{live_server.url}/memories"
+
+
+def test_without_javascript_memories_read_and_delete_still_work(browser, live_server, memories):
+    page = _sign_in(browser, live_server, "alice", java_script_enabled=False)
+    page.goto(f"{live_server.url}/memories")
+    expect(page.get_by_text("Alice is collecting stories for Rose's 90th birthday album")) \
+        .to_be_visible()
+    page.locator(f"#memory-{memories['album'].pk}").get_by_role("link", name="Delete").click()
+    expect(page.get_by_role("heading", name="Delete a memory")).to_be_visible()
+    page.get_by_role("button", name="Yes, delete").click()
+    expect(page.get_by_role("heading", name="My memories")).to_be_visible()
+    expect(page.locator(".flash")).to_contain_text("Deleted: 'Alice is collecting stories")
+    assert AgentMemory.objects.get(pk=memories["album"].pk).deleted_at is not None
+    page.goto(f"{live_server.url}/memories/{memories['album'].pk}")
+    expect(page.locator(".memory-status")).to_contain_text("Deleted")
+    expect(page.locator("ol.timeline > li")).to_have_count(1)
+
+
+def test_another_user_s_memory_is_not_found_in_the_browser(browser, live_server, memories):
+    bob_memory = AgentMemory.objects.get(user__username="bob")
+    page = _sign_in(browser, live_server, "alice")
+    response = page.goto(f"{live_server.url}/memories/{bob_memory.pk}")
+    assert response.status == 404
+    expect(page.get_by_text("Bob's private memory")).to_have_count(0)
