@@ -126,6 +126,7 @@ SPECTACULAR_SETTINGS = {
         "MembershipRoleEnum": "facts.models.LegacyMembership.Role",
         "MessageRoleEnum": "conversations.models.Message.Role",
         "FactCategoryEnum": "facts.models.LegacyFact.Category",
+        "MemoryCategoryEnum": "agent_memory.models.AgentMemory.Category",
     },
 }
 
