@@ -1,7 +1,11 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
+from datetime import datetime
+
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
@@ -31,6 +35,67 @@ def messages_for_conversation(
     if after is not None:
         messages = messages.filter(sequence__gt=after)
     return messages.order_by("sequence")
+
+
+# --- Memory pipelines (jobs and the sweep) ----------------------------------------------------
+
+
+def latest_completed_memory(*, conversation: Conversation) -> ConversationMemory | None:
+    """Seed 002's read: the completed summary with the highest end sequence."""
+    return (
+        ConversationMemory.objects.filter(
+            conversation=conversation, status=ConversationMemory.Status.COMPLETED
+        )
+        .order_by("-end_sequence", "-created_at")
+        .first()
+    )
+
+
+def last_summarized_end(*, conversation: Conversation) -> int:
+    """Seed 000's `last_summarized_end`: the end (exclusive) of the archived prefix, 0 if none."""
+    end = ConversationChunk.objects.filter(conversation=conversation).aggregate(
+        end=Max("message_range_end")
+    )["end"]
+    return end or 0
+
+
+def conversations_due_for_summarization() -> QuerySet[Conversation]:
+    """Every conversation a summarisation job has work for: a rolling summary behind its last
+    message (and none processing), more than SUMMARIZATION_THRESHOLD unarchived messages, or a
+    closed conversation with an unarchived tail."""
+    completed = ConversationMemory.objects.filter(
+        conversation=OuterRef("pk"), status=ConversationMemory.Status.COMPLETED
+    ).order_by("-end_sequence").values("end_sequence")[:1]
+    processing = ConversationMemory.objects.filter(
+        conversation=OuterRef("pk"), status=ConversationMemory.Status.PROCESSING
+    )
+    archived = ConversationChunk.objects.filter(conversation=OuterRef("pk")).order_by(
+        "-message_range_end"
+    ).values("message_range_end")[:1]
+    last = F("message_count") - 1
+    return (
+        Conversation.objects.annotate(
+            completed_end=Subquery(completed),
+            archived_end=Coalesce(Subquery(archived), Value(0)),
+            is_processing=Exists(processing),
+        )
+        .filter(
+            Q(
+                message_count__gt=settings.MEMORY_SUMMARIZE_AFTER_SEQ,
+                is_processing=False,
+            ) & (Q(completed_end__isnull=True) | Q(completed_end__lt=last))
+            | Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
+            | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
+        )
+        .order_by("last_message_at")
+    )
+
+
+def conversations_idle_since(*, cutoff: datetime) -> QuerySet[Conversation]:
+    """Open conversations whose last message is older than `cutoff`."""
+    return Conversation.objects.filter(last_message_at__lt=cutoff).exclude(
+        status=Conversation.Status.SHUTDOWN_CLEAN
+    )
 
 
 # --- Transcript page (dashboard): a conversation's summaries ---------------------------------

@@ -6,7 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from conversations import tasks
 from conversations.models import Conversation, Message
+from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.ai import count_tokens
 
@@ -78,11 +80,15 @@ def message_append(
             )
             locked.message_count += 1
             locked.last_message_at = now
-            update_fields = ["message_count", "last_message_at", "updated_at"]
-            if locked.status == Conversation.Status.SHUTDOWN_CLEAN:
-                locked.status = Conversation.Status.RESUMING
-                update_fields.append("status")
-            locked.save(update_fields=update_fields)
+            state = next_state(session_state_of(locked), role=role, content=content)
+            apply_session_state(locked, state)
+            locked.save(update_fields=["message_count", "last_message_at", "updated_at",
+                                       *SESSION_STATE_FIELDS])
+            if role == Message.Role.ASSISTANT:
+                # After commit, so the job sees the message; a crash in between is covered by
+                # the sweep, which finds every conversation whose summarisation is due.
+                conversation_id = locked.pk
+                transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
     except IntegrityError:
         if idempotency_key:
             existing = Message.objects.filter(
@@ -93,5 +99,38 @@ def message_append(
         raise
     conversation.message_count = locked.message_count
     conversation.last_message_at = locked.last_message_at
-    conversation.status = locked.status
+    apply_session_state(conversation, session_state_of(locked))
     return message, True
+
+
+SESSION_STATE_FIELDS = ("status", "active_topics", "open_loops", "pending_clarifications",
+                        "last_intent", "turn_count")
+
+
+def session_state_of(conversation: Conversation) -> SessionState:
+    return SessionState(**{name: getattr(conversation, name) for name in SESSION_STATE_FIELDS})
+
+
+def apply_session_state(conversation: Conversation, state: SessionState) -> None:
+    for name in SESSION_STATE_FIELDS:
+        setattr(conversation, name, getattr(state, name))
+
+
+def conversation_close(*, conversation: Conversation) -> Conversation:
+    """Seed 004's clean shutdown: mark the session `shutdown_clean`, then (after commit) archive
+    the unsummarised tail and write the final rolling summary in a job.
+
+    Closing a closed conversation enqueues the finishing job again and changes nothing else,
+    so a retry after a failed finish is safe.
+    """
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        if locked.status != Conversation.Status.SHUTDOWN_CLEAN:
+            locked.status = Conversation.Status.SHUTDOWN_CLEAN
+            locked.closed_at = timezone.now()
+            locked.save(update_fields=["status", "closed_at", "updated_at"])
+        conversation_id = locked.pk
+        transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
+    conversation.status = locked.status
+    conversation.closed_at = locked.closed_at
+    return conversation

@@ -59,3 +59,13 @@ def member_client(family: Family) -> APIClient:
 @pytest.fixture
 def anon_client() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def openai_server():
+    """A started FakeOpenAIServer (tests/openai_server.py) on 127.0.0.1; stopped afterwards."""
+    from tests.openai_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()

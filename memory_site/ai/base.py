@@ -1,5 +1,6 @@
 """The provider interfaces and the value types that cross them."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,9 +79,10 @@ class LLMProvider(Protocol):
         came before `window_start`."""
 
     def summarize_and_extract(
-        self, *, messages: list[TranscriptLine], legacy_name: str
+        self, *, messages: list[TranscriptLine], legacy_name: str, aliases: Sequence[str] = ()
     ) -> SummaryExtraction:
-        """Seed 000: one call that summarises a batch and extracts facts about the legacy."""
+        """Seed 000: one call that summarises a batch and extracts facts about the legacy,
+        who may also be called by any of `aliases` (first name, nickname)."""
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         """One chat completion with function calling; `messages` are OpenAI chat messages."""

@@ -1,72 +1,528 @@
 """The offline, deterministic LLM provider: extractive summaries and rule-based fact extraction.
 
-Seed 004 asks for a v1 with no LLM dependency; this is what runs by default.
+Seed 004 asks for a v1 with no LLM dependency; this is what runs by default. The
+rules, and how well they do on the labelled set in tests/data/, are in docs/quality.md.
 """
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memory_site.ai.base import ChatReply, ExtractedFact, SummaryExtraction, TranscriptLine
 from memory_site.ai.tokens import count_tokens
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-SUMMARY_TOKEN_LIMIT = 200
+DEFAULT_SUMMARY_TOKEN_LIMIT = 200
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(]?[A-Z0-9])|\n+")
+_ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt)\.$")
+
+# --- sentence features ---------------------------------------------------------------------
+_YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
+_DATE = re.compile(
+    r"\b(1[6-9]\d\d|20\d\d|(?:19|20)?\d0'?s|January|February|March|April|May|June|July|August|"
+    r"September|October|November|December|Christmas|Easter|Thanksgiving|birthday|"
+    r"anniversary|\d+ years? old|age \d+)\b"
+)
+_PLACE = re.compile(r"\b(?:in|at|to|from|near|on)\s+(?:the\s+)?[A-Z][\w'.]+")
+_FIRST_PERSON = re.compile(r"\b(I|my|me|we|our|us)\b")
+_CAPITALIZED = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+")
+_FILLER = re.compile(
+    r"^(ok(ay)?|yes|yeah|no|thanks?( you)?|hi|hello|hey|right|sure|hmm+|ha(ha)*|wow)\b[\s.!]*$",
+    re.IGNORECASE,
+)
+_NOT_NAMES = frozenset(
+    ["I", "I'm", "I've", "I'd", "I'll", "The", "A", "An", "And", "But", "So", "Then", "When", "Where", "What", "Who", "Why", "How", "Yes", "No", "Oh", "Well", "She", "He", "Her", "His", "They", "Their", "We", "Our", "My", "It", "Its", "This", "That", "There", "Every", "Once", "Actually", "Sorry", "Maybe", "Perhaps", "Always", "Never", "Hi", "Hello", "Thanks", "Thank"]
+)
+
+# --- who is who ----------------------------------------------------------------------------
+FEMALE_KIN = ("mom", "mother", "mum", "mommy", "mama", "ma", "grandma", "grandmother",
+              "granny", "gran", "nana", "nan", "grandmom", "wife")
+MALE_KIN = ("dad", "father", "daddy", "papa", "pa", "pop", "pops", "grandpa", "grandfather",
+            "granddad", "grandad", "husband")
+SPOUSE_KIN = ("wife", "husband")
+KIN_TITLES = ("Grandma", "Grandpa", "Nana", "Papa", "Granny", "Aunt", "Uncle", "Auntie",
+              "Mrs.", "Mrs", "Mr.", "Mr", "Mom", "Dad", "Mama", "Gran", "Grandad", "Granddad")
+OTHER_PEOPLE = ("brother", "sister", "son", "daughter", "uncle", "aunt", "cousin", "friend",
+                "neighbor", "neighbour", "boss", "kids", "children", "niece", "nephew",
+                "grandson", "granddaughter", "wife", "husband", "mother", "father", "mom",
+                "dad", "grandmother", "grandfather")
+
+_HEDGE = re.compile(
+    r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
+    r"i think|i guess|i suppose|i wonder|wonder if|i wish|not sure|imagine|supposedly|"
+    r"apparently|were here|i believe|seems|seemed to me)\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = re.compile(
+    r"^(who|what|when|where|why|how|which|do|does|did|can|could|would|will|is|are|was|were|"
+    r"should|have|has)\b",
+    re.IGNORECASE,
+)
+_LEAD_IN = re.compile(
+    r"^(?:and|but|so|well|oh|yes|yeah|also|plus|anyway|honestly|you know|very|sure|"
+    r"i remember(?: that| how| when)?|i know(?: that)?|i'll never forget(?: that| how)?|"
+    r"i still remember(?: that| how)?)\b[,.!]?\s+",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|correction:?|"
+    r"wait,?\s+no|no\s+wait|oops|my mistake)\b[,:.!]?\s*",
+    re.IGNORECASE,
+)
+_NOT_VALUE = re.compile(r",?\s*\bnot\s+(?:in\s+|the\s+|a\s+)?([\w'-]+)\s*\.?$", re.IGNORECASE)
+
+# --- categories (first match wins) ---------------------------------------------------------
+_CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("milestone", re.compile(
+        r"\b(born|died|passed away|passed on|graduated|emigrated|immigrated|moved to|moved from|"
+        r"came to|came home|retired|diagnosed|buried|enlisted|grew up|broke (?:his|her)|"
+        r"turned \d+)\b", re.I)),
+    ("occupation", re.compile(
+        r"\b(worked|works|job|career|profession|employed|served in|taught|teacher|nurse|"
+        r"engineer|farmer|carpenter|machinist|doctor|lawyer|librarian|seamstress|firefighter|"
+        r"mechanic|accountant|secretary|pastor|minister|professor|clerk|soldier|sailor|"
+        r"electrician|plumber|police|opened a|ran a|ran the|owned a|owned the|business|"
+        r"studied|bakery|shop|store|factory)\b", re.I)),
+    ("relationship", re.compile(
+        r"\b(married|marry|wedding|proposed|met|engaged|divorced|widow|widowed|husband|wife|"
+        r"brothers?|sisters?|sons?|daughters?|children|kids|grandchildren|grandkids|friends?|"
+        r"cousins?|taught me|raised)\b", re.I)),
+    ("habit", re.compile(
+        r"\b(every (?:morning|day|night|evening|week|weekend|sunday|monday|tuesday|wednesday|"
+        r"thursday|friday|saturday|spring|summer|fall|autumn|winter|year|christmas)|"
+        r"each (?:morning|day|night|week)|always|never|used to|daily|weekly|without fail|"
+        r"every \w+ at)\b", re.I)),
+    ("hobby", re.compile(
+        r"\b((?:loved|enjoyed|liked) (?:to )?\w+ing|played|plays|fishing|gardening|knitting|"
+        r"painting|painted|sewing|quilting|woodworking|hiking|camping|hunting|bowling|golf|"
+        r"crossword|puzzles|chess|bridge|dancing|singing|sang|choir|coached|collected|"
+        r"collecting|photography|birdwatching|mahjong|cello|piano|guitar|violin|trumpet)\b",
+        re.I)),
+    ("preference", re.compile(
+        r"\b(favou?rite|loved|liked|hated|disliked|preferred|adored|enjoyed|fond of|"
+        r"couldn't stand|could not stand|can't stand)\b", re.I)),
+    ("personality", re.compile(
+        r"\b(kind|kindest|generous|stubborn|funny|patient|quiet|shy|strict|gentle|warm|honest|"
+        r"brave|loud|proud|protective|caring|loving|humble|witty|cheerful|serious|sensitive|"
+        r"tough|sweet|grumpy|stern|calm|hardworking|hard-working|curious|clever|smart|wise|"
+        r"sense of humou?r|temper|personality)\b", re.I)),
+)
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+    """Sentences of `text`, not split after abbreviations such as "St." or "Mrs."."""
+    parts = [p.strip() for p in _SENTENCE.split(text.strip()) if p and p.strip()]
+    sentences: list[str] = []
+    for part in parts:
+        if sentences and _ABBREVIATION.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {part}"
+        else:
+            sentences.append(part)
+    return sentences
 
 
-def _sentence_score(sentence: str) -> int:
+def is_question(sentence: str) -> bool:
+    sentence = sentence.strip()
+    return sentence.endswith("?") or (
+        bool(_QUESTION_START.match(sentence)) and not sentence.endswith((".", "!"))
+    )
+
+
+def display_name(legacy_name: str) -> str:
+    """The name facts are written with: the first name, without a quoted nickname."""
+    plain = re.sub(r'["“(][^"”)]*["”)]', " ", legacy_name).split()
+    return plain[0] if plain else legacy_name.strip()
+
+
+# --- summaries -----------------------------------------------------------------------------
+
+
+def sentence_score(sentence: str, legacy_terms: Sequence[str] = ()) -> int:
+    """Higher for sentences that carry names, dates, places and first-person statements."""
+    if _FILLER.match(sentence):
+        return -5
     score = 0
-    if re.search(r"\b(1[89]\d\d|20\d\d)\b", sentence):
+    if _DATE.search(sentence):
+        score += 3
+    if _PLACE.search(sentence):
         score += 2
-    if re.search(r"\b[A-Z][a-z]+", sentence[1:]):
+    names = [w for w in _CAPITALIZED.findall(sentence) if w not in _NOT_NAMES]
+    if names:
         score += 2
-    if re.search(r"\b(I|my|we|our)\b", sentence):
+    if legacy_terms and re.search(
+        r"\b(" + "|".join(re.escape(t) for t in legacy_terms) + r")\b", sentence, re.I
+    ):
+        score += 2
+    if _FIRST_PERSON.search(sentence):
         score += 1
-    if sentence.endswith("?"):
-        score -= 1
+    if is_question(sentence):
+        score -= 3
+    if len(sentence.split()) < 4:
+        score -= 2
     return score
 
 
-def extractive_summary(lines: list[TranscriptLine], token_limit: int = SUMMARY_TOKEN_LIMIT) -> str:
-    """Keep the highest-scoring user sentences, in conversation order, within a token limit."""
-    candidates: list[tuple[int, int, str]] = []
-    for position, line in enumerate(lines):
-        if line.role != "user":
-            continue
-        for sentence in split_sentences(line.content):
-            candidates.append((_sentence_score(sentence), position, sentence))
-    ranked = sorted(candidates, key=lambda c: (-c[0], c[1]))
+def _choose(candidates: list[tuple[int, int, str]], token_limit: int,
+            newest_first: bool) -> list[tuple[int, str]]:
+    """Pick (sequence, sentence) pairs by score within the token limit, in conversation order."""
+    ranked = sorted(
+        candidates, key=lambda c: (-c[0], -c[1] if newest_first else c[1])
+    )
     chosen: list[tuple[int, str]] = []
     used = 0
-    for _, position, sentence in ranked:
-        cost = count_tokens(sentence) + 1
+    for score, sequence, sentence in ranked:
+        if score < 0:
+            continue
+        cost = count_tokens(sentence) + 3
         if used + cost > token_limit:
             continue
-        chosen.append((position, sentence))
+        chosen.append((sequence, sentence))
         used += cost
-    chosen.sort()
+    chosen.sort(key=lambda c: c[0])
+    return chosen
+
+
+def _user_candidates(lines: Sequence[TranscriptLine], legacy_terms: Sequence[str]
+                     ) -> list[tuple[int, int, str]]:
+    return [
+        (sentence_score(sentence, legacy_terms), line.sequence, sentence)
+        for line in lines if line.role == "user"
+        for sentence in split_sentences(line.content)
+    ]
+
+
+def extractive_summary(lines: Sequence[TranscriptLine], token_limit: int = DEFAULT_SUMMARY_TOKEN_LIMIT,
+                       legacy_terms: Sequence[str] = ()) -> str:
+    """The user's most informative sentences, in conversation order, within `token_limit`."""
+    chosen = _choose(_user_candidates(lines, legacy_terms), token_limit, newest_first=False)
     return " ".join(sentence for _, sentence in chosen)
 
 
-def extract_facts(lines: list[TranscriptLine], legacy_name: str) -> list[ExtractedFact]:
-    """Statements the user made that mention the legacy person by name."""
-    first_name = legacy_name.split()[0] if legacy_name.split() else legacy_name
+_SUMMARY_LINE = re.compile(r"^\[(\d+)\]\s+(.+)$")
+
+
+def rolling_summary(*, previous_summary: str | None, messages: Sequence[TranscriptLine],
+                    window_start: int, token_limit: int, legacy_terms: Sequence[str] = ()) -> str:
+    """Seed 002's incremental summary, offline: one `[sequence] sentence` line per kept
+    sentence, so that what falls before `window_start` can be dropped exactly."""
+    kept: list[tuple[int, int, str]] = []
+    for line in (previous_summary or "").splitlines():
+        match = _SUMMARY_LINE.match(line.strip())
+        if match and int(match.group(1)) >= window_start:
+            sentence = match.group(2)
+            kept.append((sentence_score(sentence, legacy_terms), int(match.group(1)), sentence))
+    new = [m for m in messages if m.sequence >= window_start]
+    candidates = kept + _user_candidates(new, legacy_terms)
+    chosen = _choose(candidates, token_limit, newest_first=True)
+    if not chosen:
+        last = max((m.sequence for m in messages), default=window_start)
+        return f"[{last}] No details about the person have been shared yet."
+    return "\n".join(f"[{sequence}] {sentence}" for sequence, sentence in chosen)
+
+
+# --- fact extraction -----------------------------------------------------------------------
+
+
+def _alternation(words: Sequence[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+
+
+@dataclass
+class _Legacy:
+    """How the user refers to the legacy person in one batch of messages."""
+
+    names: tuple[str, ...]
+    display: str
+    female_kin: tuple[str, ...]
+    male_kin: tuple[str, ...]
+    gender: str | None
+
+    def kin(self) -> tuple[str, ...]:
+        if self.gender == "female":
+            return self.female_kin
+        if self.gender == "male":
+            return self.male_kin
+        return self.female_kin + self.male_kin
+
+    def reference(self) -> re.Pattern[str]:
+        """A legacy reference at the start of a text, optionally possessive."""
+        titles = _alternation(KIN_TITLES)
+        names = _alternation(self.names)
+        kin = _alternation(self.kin())
+        kin_title = _alternation([k.capitalize() for k in self.kin()])
+        return re.compile(
+            rf"^(?:(?:(?:{titles})\s+)?(?:{names})\b"
+            rf"|(?:[Mm]y|[Oo]ur)\s+(?:late\s+|dear\s+|beloved\s+|sweet\s+)?(?:{kin})\b"
+            rf"(?:,?\s+(?:{names})\b,?)?"
+            rf"|(?:[Mm]y|[Oo]ur)\s+(?:[a-z]+\s+){{1,2}}(?:{names})\b"
+            rf"|(?:{kin_title})\b(?:\s+(?:{names})\b)?)('s)?"
+        )
+
+    def mention(self) -> re.Pattern[str]:
+        """A legacy reference anywhere in a text."""
+        names = _alternation(self.names)
+        kin = _alternation(self.kin())
+        kin_title = _alternation([k.capitalize() for k in self.kin()])
+        return re.compile(
+            rf"\b(?:{names})\b|\b(?:[Mm]y|[Oo]ur|[Yy]our)\s+(?:late\s+)?(?:{kin})\b"
+            rf"|\b(?:{kin_title})\b"
+        )
+
+
+def _infer_gender(names: Sequence[str], lines: Sequence[TranscriptLine]) -> tuple[str | None, bool]:
+    """The legacy's gender from how the family talks, and whether a spouse word was used for
+    them explicitly (then "my husband"/"my wife" is the legacy, not someone else)."""
+    text = " ".join(line.content for line in lines if line.role in ("user", "assistant"))
+    name_alt = _alternation(names)
+    female = _alternation(FEMALE_KIN)
+    male = _alternation(MALE_KIN)
+    linked = re.search(
+        rf"\b(?:{name_alt})\b,?\s+(?:was|is)?\s*(?:my|our)\s+(?:late\s+)?(?P<a>{female}|{male})\b"
+        rf"|\b(?:my|our)\s+(?:late\s+)?(?P<b>{female}|{male}),?\s+(?:{name_alt})\b"
+        rf"|\b(?P<c>{female}|{male})\s+(?:{name_alt})\b",
+        text, re.IGNORECASE,
+    )
+    if linked:
+        word = (linked.group("a") or linked.group("b") or linked.group("c")).lower()
+        return ("female" if word in FEMALE_KIN else "male"), word in SPOUSE_KIN
+    pronoun = re.search(
+        rf"\b(?:{name_alt})\b[^.!?]*[.!?]\s+(She|He|Her|His)\b|\b(?:{name_alt})\b[^.!?]*\b(she|he)\b",
+        text,
+    )
+    if pronoun:
+        word = (pronoun.group(1) or pronoun.group(2)).lower()
+        return ("female" if word in ("she", "her") else "male"), False
+    user_text = " ".join(line.content for line in lines if line.role == "user").lower()
+    used_female = re.search(rf"\b(?:my\s+|our\s+)?(?:{female})\b", user_text)
+    used_male = re.search(rf"\b(?:my\s+|our\s+)?(?:{male})\b", user_text)
+    if used_female and not used_male:
+        return "female", False
+    if used_male and not used_female:
+        return "male", False
+    return None, False
+
+
+def _legacy_for(legacy_name: str, aliases: Sequence[str], lines: Sequence[TranscriptLine]) -> _Legacy:
+    names = tuple(dict.fromkeys([legacy_name.strip(), *aliases, display_name(legacy_name)]))
+    names = tuple(n for n in names if n)
+    gender, spouse_linked = _infer_gender(names, lines)
+    # "My husband" from a daughter is not her father: spouse words count only when linked.
+    female = tuple(k for k in FEMALE_KIN if spouse_linked or k not in SPOUSE_KIN)
+    male = tuple(k for k in MALE_KIN if spouse_linked or k not in SPOUSE_KIN)
+    return _Legacy(names=names, display=display_name(legacy_name), female_kin=female,
+                   male_kin=male, gender=gender)
+
+
+def _strip_lead_in(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous = text
+        text = _LEAD_IN.sub("", text, count=1)
+    return text
+
+
+@dataclass
+class _Subject:
+    kind: str  # "legacy", "pronoun", "other" or "none"
+    start: int
+    end: int
+    possessive: bool
+
+
+_ADVERBIAL_START = re.compile(
+    r"^(?:every|each|on|in|after|before|during|back|once|later|then|at|by|since|for|when|"
+    r"growing up|as a)\b",
+    re.IGNORECASE,
+)
+_PRONOUN = re.compile(r"^(She|He|Her|His)\b", re.IGNORECASE)
+_OTHER_SUBJECT = re.compile(
+    rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{_alternation(OTHER_PEOPLE)})s?"
+    r"|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went))\b"
+)
+
+
+def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
+    """Who the sentence is about: the legacy, a pronoun, someone else, or nobody clear."""
+    starts = [0]
+    comma = body.find(",")
+    if 0 < comma <= 60:
+        starts.append(comma + 1)
+    if _ADVERBIAL_START.match(body):
+        # "Every Sunday she baked…", "Once, in 1988, he broke…": try each of the next words.
+        starts += [m.end() for m in re.finditer(r"[\s,]+", body[:80])]
+    for start in starts:
+        offset = start + len(body[start:]) - len(body[start:].lstrip())
+        rest = body[offset:]
+        match = reference.match(rest)
+        if match:
+            return _Subject("legacy", offset, offset + match.end(), bool(match.group(1)))
+        pronoun = _PRONOUN.match(rest)
+        if pronoun:
+            word = pronoun.group(1).lower()
+            return _Subject("pronoun:" + word, offset, offset + pronoun.end(),
+                            word in ("her", "his"))
+    other = _OTHER_SUBJECT.match(body)
+    if other and (body.split()[0] in ("I", "We", "They", "You")
+                  or body.split()[0] not in _NOT_NAMES):
+        return _Subject("other", 0, 0, False)
+    return _Subject("none", 0, 0, False)
+
+
+def _pronoun_fits(word: str, legacy: _Legacy) -> bool:
+    female = word in ("she", "her")
+    if legacy.gender is None:
+        return True
+    return female == (legacy.gender == "female")
+
+
+_TRAILING_CLAUSE = re.compile(r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b).*$", re.IGNORECASE)
+_EMPTY_ENDINGS = frozenset(["it", "that", "this", "so", "too", "did", "does", "do", "tried",
+                           "was", "is", "had", "has", "one", "them", "him", "her"])
+
+
+def _says_something(content: str) -> bool:
+    """ "She did." or "Rose loved it." carry no fact on their own."""
+    words = re.findall(r"[A-Za-z0-9']+", content)
+    return len(words) >= 3 and words[-1].lower() not in _EMPTY_ENDINGS
+
+
+def _rewrite(body: str, subject: _Subject, display: str) -> str:
+    name = f"{display}'s" if subject.possessive else display
+    text = body[: subject.start] + name + body[subject.end:]
+    # "…the cello, not the violin" and "…, so we never left" say nothing more about the person.
+    text = _TRAILING_CLAUSE.sub("", text.rstrip(".!"))
+    text = " ".join(text.split()).strip()
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!")) else text.rstrip(",;:") + "."
+
+
+def categorize(content: str) -> str:
+    """Seed 000's category of a fact, from the first rule whose words it contains."""
+    for category, pattern in _CATEGORY_RULES:
+        if pattern.search(content):
+            return category
+    return "other"
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
+
+
+def _values(text: str) -> dict[str, list[str]]:
+    return {
+        "year": _YEAR.findall(text),
+        "number": re.findall(r"\b\d+\b", text),
+        "proper": [w for w in re.findall(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", text[1:])
+                   if w.split()[0] not in _NOT_NAMES],
+    }
+
+
+def _apply_correction(facts: list[ExtractedFact], body: str) -> bool:
+    """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
+    kind in the most recent fact that has one. Returns whether a fact changed."""
+    old_match = _NOT_VALUE.search(body)
+    old = old_match.group(1) if old_match else None
+    body = body[: old_match.start()] if old_match else body
+    new_values = _values(body)
+    for kind in ("year", "number", "proper"):
+        if not new_values[kind]:
+            continue
+        new = new_values[kind][-1]
+        for index in range(len(facts) - 1, -1, -1):
+            content = facts[index].content
+            targets = [old] if old and old in content else _values(content)[kind]
+            targets = [t for t in targets if t and t != display_name(content)]
+            if targets:
+                target = targets[-1]
+                updated = content.replace(target, new, 1)
+                facts[index] = ExtractedFact(category=facts[index].category, content=updated)
+                return True
+    return False
+
+
+def _replace_similar(facts: list[ExtractedFact], fact: ExtractedFact) -> None:
+    """A corrected full statement replaces the earlier fact it corrects (the most similar one)."""
+    words = _content_words(fact.content)
+    best, best_score = None, 0.0
+    for index, other in enumerate(facts):
+        other_words = _content_words(other.content)
+        union = words | other_words
+        score = len(words & other_words) / len(union) if union else 0.0
+        if score > best_score:
+            best, best_score = index, score
+    if best is not None and best_score >= 0.3:
+        facts[best] = fact
+    else:
+        facts.append(fact)
+
+
+def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
+                  aliases: Sequence[str] = ()) -> list[ExtractedFact]:
+    """Facts about the legacy person in what the USER said.
+
+    A sentence yields a fact when its subject is the legacy person: by name, nickname or
+    kinship word ("Dad", "my mother", "Grandma Peggy"), or by "she"/"he"/"her"/"his" right
+    after the person was mentioned (by the user or the assistant). Questions, hypotheticals
+    and hedges ("if she had…", "maybe", "I think"), and sentences about the user or someone
+    else are skipped. A correction ("Actually, it was 1962") replaces the value it corrects.
+    """
+    legacy = _legacy_for(legacy_name, aliases, lines)
+    reference = legacy.reference()
+    mention = legacy.mention()
     facts: list[ExtractedFact] = []
+    focus_on_legacy = False
     for line in lines:
+        if line.role == "assistant":
+            # The assistant's question sets who "she" is in the answer; its claims are not facts.
+            focus_on_legacy = bool(mention.search(line.content)) or focus_on_legacy
+            continue
         if line.role != "user":
             continue
         for sentence in split_sentences(line.content):
-            if sentence.endswith("?") or first_name.lower() not in sentence.lower():
+            correction = bool(_CORRECTION.match(sentence))
+            body = _strip_lead_in(_CORRECTION.sub("", sentence, count=1).strip())
+            if not body:
                 continue
-            facts.append(ExtractedFact(category="other", content=sentence.rstrip(".") + "."))
+            subject = _find_subject(body, reference)
+            about_legacy = subject.kind == "legacy" or (
+                subject.kind.startswith("pronoun:") and focus_on_legacy
+                and _pronoun_fits(subject.kind.split(":")[1], legacy)
+            )
+            if subject.kind == "legacy" or mention.search(body):
+                focus_on_legacy = True
+            elif subject.kind == "other" and not body.lower().startswith(("i ", "we ")):
+                focus_on_legacy = False
+            if is_question(sentence) or _HEDGE.search(body):
+                continue
+            if about_legacy:
+                content = _rewrite(body, subject, legacy.display)
+                if not _says_something(content):
+                    continue
+                fact = ExtractedFact(category=categorize(content), content=content)
+                if fact.content in {f.content for f in facts}:
+                    continue
+                if correction:
+                    _replace_similar(facts, fact)
+                else:
+                    facts.append(fact)
+            elif correction and facts:
+                _apply_correction(facts, body)
     return facts
 
 
 class ExtractiveLLM:
     name = "extractive"
+
+    def __init__(self, summary_token_limit: int | None = None):
+        self._summary_token_limit = summary_token_limit
+
+    def _token_limit(self) -> int:
+        if self._summary_token_limit is not None:
+            return self._summary_token_limit
+        from django.conf import settings
+
+        return getattr(settings, "EXTRACTIVE_SUMMARY_TOKEN_LIMIT", DEFAULT_SUMMARY_TOKEN_LIMIT)
 
     def summarize_window(
         self,
@@ -76,19 +532,22 @@ class ExtractiveLLM:
         window_start: int,
         legacy_name: str,
     ) -> str:
-        in_window = [m for m in messages if m.sequence >= window_start]
-        return extractive_summary(in_window) or (previous_summary or "")
+        return rolling_summary(
+            previous_summary=previous_summary, messages=messages, window_start=window_start,
+            token_limit=self._token_limit(), legacy_terms=[display_name(legacy_name)],
+        )
 
     def summarize_and_extract(
-        self, *, messages: list[TranscriptLine], legacy_name: str
+        self, *, messages: list[TranscriptLine], legacy_name: str, aliases: Sequence[str] = ()
     ) -> SummaryExtraction:
-        summary = extractive_summary(messages) or "The family talked without sharing details."
-        return SummaryExtraction(summary=summary, facts=extract_facts(messages, legacy_name))
+        terms = [display_name(legacy_name), *aliases]
+        summary = extractive_summary(messages, self._token_limit(), terms)
+        return SummaryExtraction(
+            summary=summary or "The family talked without sharing details.",
+            facts=extract_facts(messages, legacy_name, aliases),
+        )
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        said = (last_user or {}).get("content") or ""
-        return ChatReply(
-            content="I'm running without a language model, so my answers are simple, "
-            f"but I have kept what you said: \"{said[:200]}\""
-        )
+        from memory_site.ai.offline_chat import offline_chat_reply  # the agent side's rules
+
+        return offline_chat_reply(messages=messages, tools=tools)

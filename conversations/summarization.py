@@ -1,0 +1,301 @@
+"""Writes of the memory pipelines: the rolling summary (seed 002) and archived chunks with facts (seed 000)."""
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils import timezone
+
+from conversations import selectors
+from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from facts.services import fact_create
+from memory_site.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
+
+logger = logging.getLogger(__name__)
+
+# Namespace of the advisory locks that keep two workers from archiving one conversation at once.
+ARCHIVE_LOCK_NAMESPACE = 30_000
+STUCK_ERROR = "stuck in processing; recovered by the sweep"
+
+
+def summary_window(last_sequence: int) -> tuple[int, int]:
+    """Seed 002's sliding window ending at `last_sequence`, starting on an even sequence."""
+    start = max(0, last_sequence - settings.MEMORY_ROLLING_WINDOW_SIZE + 1)
+    if start % 2:
+        start += 1
+    return start, last_sequence
+
+
+def legacy_aliases(legacy_name: str) -> list[str]:
+    """Other names the family uses: the first name and any nickname written in quotes or
+    parentheses, as in `Margaret "Peggy" Whitfield` or `Robert (Bob) Lee`."""
+    aliases = re.findall(r'["“(]([^"”)]+)["”)]', legacy_name)
+    plain = re.sub(r'["“(][^"”)]*["”)]', " ", legacy_name).split()
+    if len(plain) > 1:
+        aliases.append(plain[0])
+    return [alias.strip() for alias in dict.fromkeys(aliases) if alias.strip()]
+
+
+def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:
+    """Messages with start <= sequence < end, as the providers see them."""
+    messages = Message.objects.filter(
+        conversation=conversation, sequence__gte=start, sequence__lt=end
+    ).order_by("sequence").values_list("sequence", "role", "content")
+    return [TranscriptLine(sequence=s, role=r, content=c) for s, r, c in messages]
+
+
+def _set_memory_status(memory: ConversationMemory, **fields: object) -> None:
+    ConversationMemory.objects.filter(pk=memory.pk).update(updated_at=timezone.now(), **fields)
+    for name, value in fields.items():
+        setattr(memory, name, value)
+    logger.debug("Memory %s status updated to %s", memory.pk, memory.status)
+
+
+class _NothingNew(Exception):
+    """Rolls back the claimed row when the latest completed summary already covers the window."""
+
+
+def memory_begin(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
+    """Claim the conversation's next rolling summary by inserting its `processing` row.
+
+    The partial unique index allows one `processing` row per conversation, so of any
+    number of concurrent callers exactly one gets a row; the others get None. Returns None
+    too when there is nothing new to summarise. With `final` (closing), a conversation
+    shorter than MEMORY_SUMMARIZE_AFTER_SEQ is summarised as well.
+    """
+    last_sequence = conversation.message_count - 1
+    threshold = 0 if final else settings.MEMORY_SUMMARIZE_AFTER_SEQ
+    if last_sequence < 0 or last_sequence < threshold:
+        return None
+    start, end = summary_window(last_sequence)
+    try:
+        with transaction.atomic():
+            memory = ConversationMemory.objects.create(
+                conversation=conversation, start_sequence=start, end_sequence=end,
+                status=ConversationMemory.Status.PROCESSING,
+            )
+            # Read after the insert: a summary that completed while we were inserting is seen
+            # here, so it is never redone.
+            base = selectors.latest_completed_memory(conversation=conversation)
+            if base is not None and base.end_sequence >= end:
+                raise _NothingNew
+            memory.base_memory = base
+            memory.save(update_fields=["base_memory"])
+    except IntegrityError:
+        logger.debug("Summarization already in progress for %s", conversation.pk)
+        return None
+    except _NothingNew:
+        logger.debug("No new messages to summarize for %s", conversation.pk)
+        return None
+    return memory
+
+
+def memory_generate(*, memory: ConversationMemory) -> ConversationMemory:
+    """Fill a `processing` row from its base memory and the messages after it; `completed`
+    with the text and timing, or `failed` with the error. Never raises for a provider error."""
+    conversation = memory.conversation
+    start, end = memory.start_sequence, memory.end_sequence
+    base = memory.base_memory
+    first_new = max(start, base.end_sequence + 1) if base else start
+    began = time.monotonic()
+    try:
+        lines = transcript_lines(conversation=conversation, start=first_new, end=end + 1)
+        text = get_llm().summarize_window(
+            previous_summary=base.memory_text if base else None,
+            messages=lines,
+            window_start=start,
+            legacy_name=conversation.legacy.name,
+        )
+        if not text.strip():
+            raise LLMError("the provider returned an empty summary")
+        elapsed = int((time.monotonic() - began) * 1000)
+        _set_memory_status(
+            memory, status=ConversationMemory.Status.COMPLETED, memory_text=text,
+            generation_time_ms=elapsed, error="",
+        )
+    except Exception as exc:
+        # Seed 002: any failure marks the row failed, so the next trigger redoes the window.
+        elapsed = int((time.monotonic() - began) * 1000)
+        logger.warning("Summarizing messages %s-%s for %s failed: %s", start, end,
+                       conversation.pk, exc)
+        _set_memory_status(
+            memory, status=ConversationMemory.Status.FAILED, generation_time_ms=elapsed,
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+        )
+        return memory
+    if start > 0:
+        logger.info("Sliding window: dropping seq 0-%s for %s", start - 1, conversation.pk)
+    logger.info("Summarized messages %s-%s for %s in %sms", start, end, conversation.pk, elapsed)
+    return memory
+
+
+def memory_summarize(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
+    """Seed 002's trigger and background summarisation in one: claim, then generate."""
+    memory = memory_begin(conversation=conversation, final=final)
+    if memory is None:
+        return None
+    return memory_generate(memory=memory)
+
+
+def memories_recover_stuck() -> int:
+    """Mark `processing` rows older than MEMORY_PROCESSING_TIMEOUT_SECONDS failed (their worker
+    died), so that the next trigger redoes their window. Returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=settings.MEMORY_PROCESSING_TIMEOUT_SECONDS)
+    stuck = ConversationMemory.objects.filter(
+        status=ConversationMemory.Status.PROCESSING, created_at__lt=cutoff
+    )
+    count = stuck.update(
+        status=ConversationMemory.Status.FAILED, error=STUCK_ERROR, updated_at=timezone.now()
+    )
+    if count:
+        logger.warning("Recovered %d stuck summaries", count)
+    return count
+
+
+def memory_retry(*, memory: ConversationMemory) -> bool:
+    """Support staff's retry of a failed or stuck summary: a stuck row is marked failed, and
+    its conversation's summarisation runs again (from the latest completed summary).
+
+    Returns False, changing nothing, for a completed row or one still legitimately running.
+    """
+    from conversations import tasks
+
+    cutoff = timezone.now() - timedelta(seconds=settings.MEMORY_PROCESSING_TIMEOUT_SECONDS)
+    if memory.status == ConversationMemory.Status.PROCESSING:
+        if memory.created_at >= cutoff:
+            return False
+        _set_memory_status(memory, status=ConversationMemory.Status.FAILED, error=STUCK_ERROR)
+    elif memory.status != ConversationMemory.Status.FAILED:
+        return False
+    conversation_id = memory.conversation_id
+    transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
+    return True
+
+
+def archive_range_due(*, conversation: Conversation, final: bool = False) -> tuple[int, int] | None:
+    """Seed 000's next batch: when more than SUMMARIZATION_THRESHOLD messages are unsummarised,
+    the oldest SUMMARIZATION_BATCH_SIZE of them (end exclusive). With `final` (closing), any
+    unsummarised tail, even shorter than a batch."""
+    total = Message.objects.filter(conversation=conversation).count()
+    archived_end = selectors.last_summarized_end(conversation=conversation)
+    unsummarized = total - archived_end
+    if unsummarized <= 0 or (not final and unsummarized <= settings.SUMMARIZATION_THRESHOLD):
+        return None
+    return archived_end, min(archived_end + settings.SUMMARIZATION_BATCH_SIZE, total)
+
+
+def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> ConversationChunk | None:
+    """Summarise messages [start, end) with ONE provider call, embed the summary, and save the
+    chunk and the extracted facts in one transaction.
+
+    Provider, embedding and database errors propagate and leave nothing stored. A range that
+    is already archived (another worker won the race) returns None: the unique range index
+    decides, and nothing is duplicated.
+    """
+    lines = transcript_lines(conversation=conversation, start=start, end=end)
+    if not lines:
+        return None
+    legacy = conversation.legacy
+    extraction = get_llm().summarize_and_extract(
+        messages=lines, legacy_name=legacy.name, aliases=legacy_aliases(legacy.name)
+    )
+    vectors = get_embedder().embed([extraction.summary])
+    if len(vectors) != 1 or len(vectors[0]) != settings.EMBEDDING_DIMENSIONS:
+        raise EmbeddingError("the embedder did not return one vector of the configured size")
+    try:
+        with transaction.atomic():
+            chunk = ConversationChunk.objects.create(
+                conversation=conversation, user=conversation.user, legacy=legacy,
+                content=extraction.summary, embedding=vectors[0],
+                message_range_start=start, message_range_end=end,
+            )
+            for fact in extraction.facts:
+                try:
+                    fact_create(
+                        legacy=legacy, user=conversation.user, category=fact.category,
+                        content=fact.content, source_conversation=conversation,
+                        source_range=(start, end),
+                    )
+                except ValidationError as exc:
+                    # One unusable fact (too long, say) must not block the range forever.
+                    logger.warning("Skipped an extracted fact for %s: %s", conversation.pk, exc)
+    except IntegrityError:
+        if ConversationChunk.objects.filter(
+            conversation=conversation, message_range_start=start, message_range_end=end
+        ).exists():
+            logger.info("Messages %s-%s of %s are already archived", start, end, conversation.pk)
+            return None
+        raise
+    logger.info("Archived messages %s-%s of %s with %d facts", start, end, conversation.pk,
+                len(extraction.facts))
+    return chunk
+
+
+@dataclass(frozen=True)
+class CatchUpResult:
+    memory: ConversationMemory | None
+    chunks: list[ConversationChunk]
+    more_due: bool
+    error: str = ""
+
+
+def _try_archive_lock(conversation: Conversation) -> bool:
+    key = conversation.pk.int & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [ARCHIVE_LOCK_NAMESPACE, key])
+        return bool(cursor.fetchone()[0])
+
+
+def _release_archive_lock(conversation: Conversation) -> None:
+    key = conversation.pk.int & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [ARCHIVE_LOCK_NAMESPACE, key])
+
+
+def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
+    """The summarisation job's work: the rolling summary, then archived batches oldest first,
+    at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them. A closed conversation archives its tail
+    too. `more_due` says that batches remain for another job."""
+    final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
+    memory = memory_summarize(conversation=conversation, final=final)
+    chunks: list[ConversationChunk] = []
+    # A session-level lock: another worker archiving this conversation makes this job skip
+    # the archive instead of paying for the same provider call twice.
+    if not _try_archive_lock(conversation):
+        logger.debug("Archiving of %s is in progress elsewhere", conversation.pk)
+        return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+    try:
+        while len(chunks) < settings.SUMMARIZATION_MAX_BATCHES_PER_JOB:
+            due = archive_range_due(conversation=conversation, final=final)
+            if due is None:
+                return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+            try:
+                chunk = chunk_archive_range(conversation=conversation, start=due[0], end=due[1])
+            except (LLMError, EmbeddingError, DatabaseError) as exc:
+                logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
+                               due[0], due[1], conversation.pk, exc)
+                return CatchUpResult(memory=memory, chunks=chunks, more_due=False,
+                                     error=f"{type(exc).__name__}: {exc}")
+            if chunk is None:
+                return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+            chunks.append(chunk)
+        more = archive_range_due(conversation=conversation, final=final) is not None
+        return CatchUpResult(memory=memory, chunks=chunks, more_due=more)
+    finally:
+        _release_archive_lock(conversation)
+
+
+def conversations_close_idle() -> list[Conversation]:
+    """Close every conversation idle for longer than CONVERSATION_IDLE_CLOSE_MINUTES."""
+    from conversations.services import conversation_close
+
+    cutoff = timezone.now() - timedelta(minutes=settings.CONVERSATION_IDLE_CLOSE_MINUTES)
+    return [
+        conversation_close(conversation=conversation)
+        for conversation in selectors.conversations_idle_since(cutoff=cutoff)
+    ]
