@@ -16,4 +16,19 @@ urlpatterns = [
         apis.MessageListCreateApi.as_view(),
         name="api-conversation-messages",
     ),
+    path(
+        "ai/conversations/<uuid:conversation_id>/memory",
+        apis.ConversationMemoryListApi.as_view(),
+        name="api-conversation-memory",
+    ),
+    path(
+        "ai/conversations/<uuid:conversation_id>/chunks",
+        apis.ConversationChunkListApi.as_view(),
+        name="api-conversation-chunks",
+    ),
+    path(
+        "ai/conversations/<uuid:conversation_id>/close",
+        apis.ConversationCloseApi.as_view(),
+        name="api-conversation-close",
+    ),
 ]

@@ -1,4 +1,4 @@
-"""REST endpoints of conversations and their messages."""
+"""REST endpoints of conversations, their messages, rolling summaries and archived chunks."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -8,9 +8,11 @@ from rest_framework.views import APIView
 
 from conversations import selectors, services
 from conversations.serializers import (
+    ConversationChunkSerializer,
     ConversationDetailSerializer,
     ConversationInputSerializer,
     ConversationListQuerySerializer,
+    ConversationMemorySerializer,
     ConversationSerializer,
     MessageInputSerializer,
     MessageListQuerySerializer,
@@ -106,3 +108,37 @@ class MessageListCreateApi(APIView):
             MessageSerializer(message).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
+
+
+class ConversationMemoryListApi(APIView):
+    pagination_class = paginated("memories")
+
+    @extend_schema(responses=ConversationMemorySerializer(many=True))
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        memories = selectors.rolling_summaries_for_conversation(conversation=conversation)
+        return paginate(request, memories, ConversationMemorySerializer, "memories", view=self)
+
+
+class ConversationChunkListApi(APIView):
+    pagination_class = paginated("chunks")
+
+    @extend_schema(responses=ConversationChunkSerializer(many=True))
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        chunks = selectors.archived_chunks_for_conversation(conversation=conversation)
+        return paginate(request, chunks, ConversationChunkSerializer, "chunks", view=self)
+
+
+class ConversationCloseApi(APIView):
+    @extend_schema(request=None, responses=ConversationDetailSerializer)
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        conversation = services.conversation_close(conversation=conversation)
+        return Response(ConversationDetailSerializer(conversation).data)

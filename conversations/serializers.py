@@ -3,7 +3,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 
 
 class ConversationInputSerializer(serializers.Serializer):
@@ -81,3 +81,25 @@ class MessageListQuerySerializer(serializers.Serializer):
 
 class ConversationListQuerySerializer(serializers.Serializer):
     legacy_id = serializers.UUIDField(required=False)
+
+
+class ConversationMemorySerializer(serializers.ModelSerializer):
+    """One rolling-summary version (seed 002); `base_memory_id` links the chain."""
+
+    base_memory_id = serializers.UUIDField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = ConversationMemory
+        fields = ["id", "start_sequence", "end_sequence", "status", "base_memory_id",
+                  "memory_text", "generation_time_ms", "created_at"]
+
+
+class ConversationChunkSerializer(serializers.ModelSerializer):
+    """An archived summary (seed 000); `message_range_end` is exclusive."""
+
+    conversation_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = ConversationChunk
+        fields = ["id", "conversation_id", "content", "message_range_start", "message_range_end",
+                  "created_at"]
