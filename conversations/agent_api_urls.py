@@ -16,6 +16,11 @@ urlpatterns = [
         name="api-conversation-context",
     ),
     path(
+        "ai/conversations/<uuid:conversation_id>/turn",
+        agent_apis.ConversationTurnApi.as_view(),
+        name="api-conversation-turn",
+    ),
+    path(
         "ai/conversations/<uuid:conversation_id>/checkpoint",
         agent_apis.ConversationCheckpointApi.as_view(),
         name="api-conversation-checkpoint",

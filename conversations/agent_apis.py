@@ -2,6 +2,8 @@
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,12 +14,17 @@ from conversations.agent_serializers import (
     SearchHitSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
+    TurnInputSerializer,
     context_payload,
+    turn_payload,
 )
+from conversations.apis import IDEMPOTENCY_HEADER
 from conversations.checkpoint import checkpoint_snapshot
 from conversations.context import build_context
 from conversations.selectors import conversation_for_user
+from conversations.turn import TurnConflict, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
+from memory_site.api import Conflict
 from memory_site.drf import service_errors
 
 
@@ -50,3 +57,39 @@ class ConversationCheckpointApi(APIView):
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
         return Response(checkpoint_snapshot(conversation=conversation))
+
+
+class ProviderFailed(APIException):
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_code = "provider_error"
+
+
+class ConversationTurnApi(APIView):
+    @extend_schema(
+        request=TurnInputSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+        data = TurnInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            with service_errors():
+                result = turn_run(
+                    conversation=conversation,
+                    content=data.validated_data["content"],
+                    idempotency_key=request.headers.get("Idempotency-Key") or None,
+                )
+        except TurnConflict as exc:
+            raise Conflict(str(exc)) from exc
+        except TurnProviderError as exc:
+            raise ProviderFailed(
+                f"The language model failed: {exc}. Your message was saved as "
+                f"#{exc.user_message.sequence}; send the same request with the same "
+                "Idempotency-Key to retry without saving it twice."
+            ) from exc
+        return Response(
+            turn_payload(result),
+            status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED,
+        )

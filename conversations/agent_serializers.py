@@ -12,6 +12,8 @@ from conversations.checkpoint import (
 )
 from conversations.context import ContextPacket, memory_entries
 from conversations.retrieval import SearchHit
+from conversations.serializers import MessageSerializer
+from conversations.turn import TurnResult
 
 
 class SearchQuerySerializer(serializers.Serializer):
@@ -105,4 +107,29 @@ def context_payload(packet: ContextPacket) -> dict[str, Any]:
         "open_loops": state["open_loops"],
         "resolved_entities_map": {m["subject"]: m["id"] for m in memories if m["subject"]},
         "last_response_type": last_response_type(conversation),
+    }
+
+
+class TurnInputSerializer(serializers.Serializer):
+    content = serializers.CharField(trim_whitespace=False)
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("A message needs some content.")
+        if len(value) > settings.MESSAGE_MAX_CHARS:
+            raise serializers.ValidationError(f"At most {settings.MESSAGE_MAX_CHARS} characters.")
+        return value
+
+
+def turn_payload(result: TurnResult) -> dict[str, Any]:
+    packet = result.packet
+    return {
+        "reply": result.assistant_message.content,
+        "user_message": MessageSerializer(result.user_message).data,
+        "assistant_message": MessageSerializer(result.assistant_message).data,
+        "tool_calls": result.tool_calls,
+        "token_counts": packet.token_counts() if packet else None,
+        "cuts": packet.cuts if packet else [],
+        "warnings": packet.warnings if packet else [],
+        "replayed": result.replayed,
     }

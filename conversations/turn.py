@@ -1,0 +1,185 @@
+"""The agent turn (SPEC pipeline 5): save the user message, build the context, call the LLM
+with the memory tools, run tool calls as the user, save the reply.
+
+Every step that writes is committed on its own, in order, so a crash or a provider failure
+leaves a consistent log: the user message first (seed 004's autosave), then each tool call's
+result as a `tool` message, then the assistant reply, whose commit enqueues summarisation
+(conversations.services.message_append). A retry with the same Idempotency-Key finds the saved
+user message, replays the tool calls already made instead of running them again, and answers
+the saved reply if there is one: nothing is written twice.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from agent_memory.tools import tool_definitions, tool_execute
+from conversations.context import ContextPacket, build_context
+from conversations.models import Conversation, Message
+from conversations.services import message_append, validate_message_content
+from memory_site.ai import LLMError, get_llm
+
+logger = logging.getLogger(__name__)
+
+EMPTY_REPLY = "(The model returned an empty reply.)"
+
+
+class TurnConflict(Exception):
+    """The Idempotency-Key was already used for a different message."""
+
+
+class TurnProviderError(Exception):
+    """The LLM failed; the user message is saved and the turn can be retried."""
+
+    def __init__(self, message: str, *, user_message: Message):
+        super().__init__(message)
+        self.user_message = user_message
+
+
+@dataclass
+class TurnResult:
+    user_message: Message
+    assistant_message: Message
+    tool_calls: list[dict[str, Any]]
+    packet: ContextPacket | None  # None when a retry answered the saved reply
+    replayed: bool = False
+    llm_calls: int = 0
+    tool_messages: list[Message] = field(default_factory=list)
+
+
+def _saved_reply(user_message: Message) -> Message | None:
+    return Message.objects.filter(
+        conversation_id=user_message.conversation_id, role=Message.Role.ASSISTANT,
+        metadata__reply_to=user_message.sequence,
+    ).order_by("sequence").first()
+
+
+def _saved_tool_messages(user_message: Message) -> list[Message]:
+    return list(
+        Message.objects.filter(
+            conversation_id=user_message.conversation_id, role=Message.Role.TOOL,
+            metadata__reply_to=user_message.sequence,
+        ).order_by("sequence")
+    )
+
+
+def _call_record(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.metadata["tool_call_id"],
+        "name": message.metadata["name"],
+        "arguments": message.metadata["arguments"],
+        "result": json.loads(message.content),
+        "round": message.metadata["round"],
+    }
+
+
+def _replay(chat: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
+    """Add the assistant's tool calls and their results to the chat, round by round, in the
+    shape OpenAI expects (an assistant message with tool_calls, then one tool message each)."""
+    for round_number in sorted({r["round"] for r in records}):
+        batch = [r for r in records if r["round"] == round_number]
+        chat.append({
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": r["id"], "type": "function",
+                 "function": {"name": r["name"], "arguments": r["arguments"]}}
+                for r in batch
+            ],
+        })
+        chat.extend(
+            {"role": "tool", "tool_call_id": r["id"], "content": json.dumps(r["result"])}
+            for r in batch
+        )
+
+
+def turn_run(
+    *, conversation: Conversation, content: str, idempotency_key: str | None = None
+) -> TurnResult:
+    """Run one agent turn as the conversation's user. Raises ValidationError for bad content,
+    TurnConflict for a reused key with other content, TurnProviderError when the LLM fails."""
+    validate_message_content(content)
+    user = conversation.user
+    user_message, created = message_append(
+        conversation=conversation, role=Message.Role.USER, content=content,
+        idempotency_key=idempotency_key,
+    )
+    if not created:
+        if user_message.role != Message.Role.USER or user_message.content != content:
+            raise TurnConflict("This Idempotency-Key was already used for another message.")
+        saved = _saved_reply(user_message)
+        if saved is not None:
+            return TurnResult(
+                user_message=user_message, assistant_message=saved,
+                tool_calls=[_call_record(m) for m in _saved_tool_messages(user_message)],
+                packet=None, replayed=True,
+            )
+
+    packet = build_context(conversation=conversation, query=content)
+    chat: list[dict[str, Any]] = packet.chat_messages()
+    tools = tool_definitions()
+    tool_messages = _saved_tool_messages(user_message)
+    records = [_call_record(m) for m in tool_messages]
+    _replay(chat, records)
+    llm = get_llm()
+    rounds_done = max((r["round"] for r in records), default=0)
+    llm_calls = 0
+    while True:
+        may_call_tools = rounds_done < settings.TURN_MAX_TOOL_ROUNDS
+        try:
+            reply = llm.chat(messages=chat, tools=tools if may_call_tools else [])
+        except LLMError as exc:
+            logger.warning("turn in conversation %s: LLM failed: %s", conversation.pk, exc)
+            raise TurnProviderError(str(exc), user_message=user_message) from exc
+        llm_calls += 1
+        if not reply.tool_calls or not may_call_tools:
+            break
+        rounds_done += 1
+        batch = []
+        for call in reply.tool_calls:
+            result = tool_execute(
+                user=user, name=call.name, arguments=call.arguments,
+                conversation=conversation, message=user_message,
+            )
+            saved, _ = message_append(
+                conversation=conversation, role=Message.Role.TOOL,
+                content=json.dumps(result, sort_keys=True, default=str),
+                metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
+                          "name": call.name, "arguments": call.arguments,
+                          "round": rounds_done},
+            )
+            tool_messages.append(saved)
+            batch.append(_call_record(saved))
+        records.extend(batch)
+        _replay(chat, batch)
+
+    reply_key = f"{idempotency_key}:reply" if idempotency_key else None
+    try:
+        assistant_message, _ = message_append(
+            conversation=conversation, role=Message.Role.ASSISTANT,
+            content=reply.content if reply.content.strip() else EMPTY_REPLY,
+            metadata={
+                "reply_to": user_message.sequence,
+                "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
+                "provider": llm.name,
+            },
+            idempotency_key=reply_key,
+        )
+    except ValidationError:
+        # A reply longer than MESSAGE_MAX_CHARS is stored cut to the limit rather than lost.
+        assistant_message, _ = message_append(
+            conversation=conversation, role=Message.Role.ASSISTANT,
+            content=reply.content[: settings.MESSAGE_MAX_CHARS],
+            metadata={"reply_to": user_message.sequence, "truncated": True,
+                      "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
+                      "provider": llm.name},
+            idempotency_key=reply_key,
+        )
+    return TurnResult(
+        user_message=user_message, assistant_message=assistant_message, tool_calls=records,
+        packet=packet, llm_calls=llm_calls, tool_messages=tool_messages,
+    )

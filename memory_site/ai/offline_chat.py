@@ -1,0 +1,116 @@
+"""The offline provider's side of an agent turn: deterministic, and honest that no model runs.
+
+It reads the context packet's system prompt (its fenced sections, see conversations/context.py)
+to say what it has in front of it, and turns an explicit "remember that …" into an
+add_to_memory call, as seed 003's high-confidence auto-store describes. Everything else gets a
+plain acknowledgement; the same messages always give the same reply.
+"""
+
+import json
+import re
+from typing import Any
+
+from memory_site.ai.base import ChatReply, ToolCall
+
+OFFLINE_NOTICE = (
+    "(Offline mode: no language model is configured, so this reply is put together by simple "
+    "rules from what I remember.)"
+)
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+)?(?:remember|note)\s+(?:that\s+)?(?P<what>.+?)\s*[.!]?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_FROM_NOW_ON = re.compile(r"^\s*(?:from now on|always|never)\b.+", re.IGNORECASE | re.DOTALL)
+_PREFERENCE = re.compile(r"\b(prefer|like|love|hate|always|never|from now on)\b", re.IGNORECASE)
+_UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
+MEMORY_CONTENT_MAX = 500
+QUOTE_WORDS = 30
+
+
+def _quote(text: str) -> str:
+    words = " ".join(text.split()).split(" ")
+    return " ".join(words[:QUOTE_WORDS]) + (" …" if len(words) > QUOTE_WORDS else "")
+
+
+def _fenced(prompt: str, tag: str) -> list[str]:
+    lines = prompt.split("\n")
+    inside = False
+    found: list[str] = []
+    for line in lines:
+        if line.strip() == f"<{tag}>":
+            inside = True
+        elif line.strip() == f"</{tag}>":
+            inside = False
+        elif inside and line.strip():
+            found.append(line.strip())
+    return found
+
+
+def _remember_request(text: str) -> dict[str, str] | None:
+    match = _REMEMBER.match(text)
+    what = match.group("what") if match else (text.strip() if _FROM_NOW_ON.match(text) else "")
+    what = " ".join(what.split())
+    if len(what) < 5:
+        return None
+    what = what[0].upper() + what[1:]
+    return {
+        "content": what[:MEMORY_CONTENT_MAX],
+        "category": "preference" if _PREFERENCE.search(what) else "context",
+    }
+
+
+def _after_tools(tool_results: list[dict[str, Any]]) -> str:
+    parts = []
+    for result in tool_results:
+        if result.get("ok"):
+            stored = result.get("result", {})
+            parts.append(
+                f"Noted — I'll remember that: {stored.get('content', '')} "
+                f"[id:{stored.get('memory_id', '?')}]"
+            )
+        else:
+            parts.append(f"I couldn't store that: {result.get('detail', 'unknown error')}")
+    return f"{' '.join(parts)} {OFFLINE_NOTICE}"
+
+
+def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    last_user_index = max(
+        (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
+    )
+    if last_user_index is None:
+        return ChatReply(content=f"Hello. {OFFLINE_NOTICE}")
+    said = messages[last_user_index].get("content") or ""
+    tool_results = [
+        json.loads(m.get("content") or "{}")
+        for m in messages[last_user_index + 1:]
+        if m.get("role") == "tool"
+    ]
+    if tool_results:
+        return ChatReply(content=_after_tools(tool_results))
+    tool_names = {t.get("function", {}).get("name") for t in tools}
+    request = _remember_request(said)
+    if request is not None and "add_to_memory" in tool_names:
+        return ChatReply(
+            content="",
+            tool_calls=[ToolCall(id="offline-call-1", name="add_to_memory",
+                                 arguments=json.dumps(request, sort_keys=True))],
+        )
+    memories = [line for line in _fenced(system, "memory-data") if line.startswith("- [id:")]
+    facts = _fenced(system, "legacy_facts")
+    earlier = _fenced(system, "earlier_conversations")
+    summary = _fenced(system, "conversation_summary")
+    sentences = [
+        OFFLINE_NOTICE,
+        f"You said: “{_quote(said)}”.",
+        f"I have {len(memories)} memor{'y' if len(memories) == 1 else 'ies'} about you, "
+        f"{len(facts)} fact{'' if len(facts) == 1 else 's'} about the person we remember and "
+        f"{len(earlier)} note{'' if len(earlier) == 1 else 's'} from earlier conversations"
+        f"{' and a summary of this one' if summary else ''}.",
+    ]
+    if earlier:
+        note = _UNIT_LABEL.sub("", earlier[0])
+        sentences.append(f"From an earlier conversation: “{_quote(note)}”.")
+    if facts:
+        sentences.append(f"One thing I know: {_quote(facts[0].removeprefix('- '))}.")
+    return ChatReply(content=" ".join(sentences))
