@@ -3,12 +3,13 @@ live server. Saves the README's screenshots into docs/screenshots/."""
 
 import os
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from conversations.models import ConversationChunk, ConversationMemory
+from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from facts.models import LegacyFact
 from tests.factories import ConversationFactory, LegacyFactFactory, MessageFactory
 
@@ -66,6 +67,13 @@ def story(family):
     ]
     for sequence, (role, content) in enumerate(lines):
         MessageFactory(conversation=conversation, sequence=sequence, role=role, content=content)
+    # Fixed times keep the committed screenshots identical from one run to the next.
+    started = datetime(2026, 2, 14, 10, 0, tzinfo=UTC)
+    Conversation.objects.filter(pk=conversation.pk).update(created_at=started)
+    for message in conversation.messages.all():
+        Message.objects.filter(pk=message.pk).update(
+            created_at=started + timedelta(minutes=message.sequence)
+        )
     ConversationMemory.objects.create(
         conversation=conversation, start_sequence=0, end_sequence=5, status="completed",
         memory_text="The user remembered Rose's garden: prize-winning dahlias at the county "
