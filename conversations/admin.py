@@ -1,7 +1,13 @@
 """Admin for support staff: conversations, messages, rolling summaries and chunks."""
 
-from django.contrib import admin
+from datetime import timedelta
 
+from django.conf import settings
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.utils import timezone
+
+from conversations import summarization
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 
 
@@ -37,14 +43,45 @@ class MessageAdmin(admin.ModelAdmin):
     list_select_related = ["conversation"]
 
 
+class NeedsAttentionFilter(admin.SimpleListFilter):
+    """Failed rows, and `processing` rows older than MEMORY_PROCESSING_TIMEOUT_SECONDS."""
+
+    title = "needs attention"
+    parameter_name = "attention"
+
+    def lookups(self, request, model_admin):
+        return [("failed", "Failed"), ("stuck", "Stuck in processing"),
+                ("any", "Failed or stuck")]
+
+    def queryset(self, request, queryset):
+        cutoff = timezone.now() - timedelta(seconds=settings.MEMORY_PROCESSING_TIMEOUT_SECONDS)
+        failed = Q(status=ConversationMemory.Status.FAILED)
+        stuck = Q(status=ConversationMemory.Status.PROCESSING, created_at__lt=cutoff)
+        conditions = {"failed": failed, "stuck": stuck, "any": failed | stuck}
+        if self.value() in conditions:
+            return queryset.filter(conditions[self.value()])
+        return queryset
+
+
 @admin.register(ConversationMemory)
 class ConversationMemoryAdmin(admin.ModelAdmin):
     list_display = ["conversation", "start_sequence", "end_sequence", "status",
-                    "generation_time_ms", "created_at"]
-    list_filter = ["status", "created_at"]
+                    "generation_time_ms", "error", "created_at"]
+    list_filter = [NeedsAttentionFilter, "status", "created_at"]
     search_fields = ["conversation__id", "conversation__user__username", "memory_text"]
     raw_id_fields = ["conversation", "base_memory"]
     list_select_related = ["conversation"]
+    actions = ["retry_summaries"]
+
+    @admin.action(description="Retry the selected failed or stuck summaries")
+    def retry_summaries(self, request, queryset):
+        retried = sum(summarization.memory_retry(memory=memory) for memory in queryset)
+        skipped = queryset.count() - retried
+        self.message_user(
+            request,
+            f"Retrying {retried} summaries; {skipped} skipped (completed or still running).",
+            messages.SUCCESS if retried else messages.WARNING,
+        )
 
 
 @admin.register(ConversationChunk)

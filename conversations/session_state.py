@@ -16,7 +16,8 @@ SHUTDOWN_CLEAN = "shutdown_clean"
 # Themes a memorial conversation keeps returning to, by the words that signal them.
 TOPIC_WORDS = {
     "childhood": ("childhood", "grew up", "as a girl", "as a boy", "school days", "kid"),
-    "family": ("family", "children", "grandchildren", "sister", "brother", "cousin", "kids"),
+    "family": ("family", "children", "grandchildren", "sister", "brother", "cousin", "kids",
+               "aunt", "uncle", "niece", "nephew"),
     "marriage": ("married", "wedding", "husband", "wife", "anniversary"),
     "work": ("worked", "job", "career", "retired", "office", "factory", "business", "nurse",
              "teacher", "farm"),
@@ -84,12 +85,12 @@ def classify_intent(content: str) -> str:
         return "farewell"
     if _THANKS.search(text) and len(text) < 60:
         return "thanks"
-    if _GREETING.match(text) and len(text) < 40:
-        return "greeting"
     if all(is_question(s) for s in sentences):
         return "question"
     if _EMOTION.search(text):
         return "express_emotion"
+    if _GREETING.match(text) and len(text) < 40:
+        return "greeting"
     return "share_memory"
 
 
