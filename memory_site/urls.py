@@ -24,6 +24,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("facts.urls")),
     path("", include("conversations.urls")),
+    path("", include("conversations.chat_urls")),
     path("", include("agent_memory.urls")),
 ]
 

@@ -1,0 +1,127 @@
+"""The dashboard's chat page: pick a legacy, talk to the agent, see the context each reply used."""
+
+import uuid
+
+from django.contrib import messages as flash
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from conversations import selectors, services
+from conversations.agent_serializers import context_payload
+from conversations.context import ContextPacket, build_context
+from conversations.models import Message
+from conversations.turn import TurnConflict, TurnProviderError, turn_run
+from facts.selectors import legacies_for_user, legacy_for_member
+
+# The bar chart's parts, in prompt order, with the labels the page shows.
+BAR_PARTS = [
+    ("persona", "Persona"), ("memory", "Memories"), ("places", "Places"),
+    ("datetime", "Date-time"), ("facts", "Facts"), ("retrieved", "Earlier conversations"),
+    ("rolling_summary", "Summary"), ("session_state", "Session state"),
+    ("messages", "Messages"),
+]
+
+
+def _context_view(packet: ContextPacket) -> dict:
+    payload = context_payload(packet)
+    counts = payload["token_counts"]
+    budget = max(counts["budget"], 1)
+    payload["bars"] = [
+        {"name": name, "label": label, "tokens": counts.get(name, 0),
+         "percent": round(100 * counts.get(name, 0) / budget, 1)}
+        for name, label in BAR_PARTS
+    ]
+    payload["used_percent"] = round(100 * counts["total"] / budget, 1)
+    return payload
+
+
+def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
+                       status: int = 200) -> HttpResponse:
+    transcript = selectors.messages_for_conversation(conversation=conversation).filter(
+        role__in=[Message.Role.USER, Message.Role.ASSISTANT]
+    )
+    context = {
+        "conversation": conversation,
+        "transcript": transcript,
+        "packet": _context_view(build_context(conversation=conversation)),
+        "error": error,
+        # A fresh key per form: a double submit of the same form runs the turn once.
+        "idempotency_key": uuid.uuid4(),
+    }
+    template = "chat/_exchange.html" if request.htmx else "chat/conversation.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+def chat_home(request: HttpRequest) -> HttpResponse:
+    """Legacies to talk about and, for the chosen one, my conversations about it."""
+    legacies = legacies_for_user(request.user).order_by("name")
+    chosen = None
+    conversations = []
+    if legacy_id := request.GET.get("legacy"):
+        try:
+            chosen = legacy_for_member(user=request.user, legacy_id=legacy_id)
+        except (ValidationError, ValueError):
+            chosen = None
+        if chosen is not None:
+            conversations = selectors.conversations_for_user(request.user).filter(
+                legacy=chosen
+            ).order_by("-created_at")
+    return render(request, "chat/home.html", {
+        "legacies": legacies, "chosen": chosen, "conversations": conversations,
+    })
+
+
+@login_required
+@require_POST
+def chat_start(request: HttpRequest) -> HttpResponse:
+    legacy = legacy_for_member(user=request.user, legacy_id=request.POST.get("legacy_id"))
+    try:
+        conversation = services.conversation_create(
+            user=request.user, legacy=legacy, title=request.POST.get("title", "")
+        )
+    except ValidationError as exc:
+        flash.error(request, "; ".join(exc.messages))
+        return redirect(f"{reverse('chat:home')}?legacy={legacy.pk}")
+    target = reverse("chat:conversation", kwargs={"conversation_id": conversation.pk})
+    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+
+
+@login_required
+@require_GET
+def chat_conversation(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_for_user(
+        user=request.user, conversation_id=conversation_id
+    )
+    return _conversation_page(request, conversation)
+
+
+@login_required
+@require_POST
+def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Run one turn; htmx swaps in the transcript and the context, a plain form redirects."""
+    conversation = selectors.conversation_for_user(
+        user=request.user, conversation_id=conversation_id
+    )
+    error = ""
+    try:
+        turn_run(
+            conversation=conversation, content=request.POST.get("content", ""),
+            idempotency_key=request.POST.get("idempotency_key") or None,
+        )
+    except ValidationError as exc:
+        error = "; ".join(exc.messages)
+    except (TurnProviderError, TurnConflict) as exc:
+        error = f"The assistant could not answer: {exc}. Your message was kept."
+    if request.htmx:
+        return _conversation_page(request, conversation, error=error,
+                                  status=400 if error else 200)
+    if error:
+        flash.error(request, error)
+    return redirect("chat:conversation", conversation_id=conversation.pk)

@@ -1,0 +1,72 @@
+"""The chat page without JavaScript and with htmx: pick, start, send, see the context."""
+
+import pytest
+from django.test import Client
+
+from conversations.models import Conversation, Message
+from tests.factories import ConversationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def browser(family) -> Client:
+    client = Client()
+    client.force_login(family.owner)
+    return client
+
+
+def test_pick_a_legacy_start_and_talk_without_javascript(family, browser):
+    home = browser.get("/chat", {"legacy": family.legacy.pk})
+    assert home.status_code == 200
+    assert "Start a new conversation" in home.content.decode()
+
+    started = browser.post("/chat/start", {"legacy_id": family.legacy.pk, "title": "Lake days"})
+    conversation = Conversation.objects.get(user=family.owner, title="Lake days")
+    assert started.status_code == 302 and started["Location"] == f"/chat/{conversation.pk}"
+
+    sent = browser.post(f"/chat/{conversation.pk}/send",
+                        {"content": "Remember that Rose loved the lake.", "idempotency_key": "a"})
+    assert sent.status_code == 302
+    page = browser.get(f"/chat/{conversation.pk}").content.decode()
+    assert "Rose loved the lake" in page
+    assert "Noted — I&#x27;ll remember that" in page or "Noted — I'll remember that" in page
+    assert 'data-part="memory"' in page and "token-bar" in page
+    # A double submit of the same form runs the turn once.
+    browser.post(f"/chat/{conversation.pk}/send",
+                 {"content": "Remember that Rose loved the lake.", "idempotency_key": "a"})
+    assert Message.objects.filter(conversation=conversation, role="user").count() == 1
+
+
+def test_htmx_send_answers_the_fragment(family, browser):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    response = browser.post(f"/chat/{conversation.pk}/send", {"content": "Hello"},
+                            HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in body and 'class="chat-layout"' in body
+    assert "Offline mode" in body
+
+
+def test_an_empty_message_is_an_error_in_place(family, browser):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    response = browser.post(f"/chat/{conversation.pk}/send", {"content": " "},
+                            HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert "A message needs some content." in response.content.decode()
+    assert not Message.objects.filter(conversation=conversation).exists()
+
+
+@pytest.mark.parametrize("who", ["stranger", "other_member", "member"])
+def test_someone_elses_conversation_is_a_404(family, who):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    client = Client()
+    client.force_login(getattr(family, who))
+    assert client.get(f"/chat/{conversation.pk}").status_code == 404
+    assert client.post(f"/chat/{conversation.pk}/send", {"content": "hi"}).status_code == 404
+    assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def test_anonymous_is_sent_to_sign_in(family):
+    response = Client().get("/chat")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
