@@ -3,13 +3,14 @@ the live server. Saves docs/screenshots/memories-page.png and memory-history.png
 
 import os
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_memory import services
-from agent_memory.models import AgentMemory
+from agent_memory.models import AgentMemory, AgentMemoryVersion
 from tests.factories import ConversationFactory, LegacyFactory, UserFactory
 
 # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
@@ -50,9 +51,22 @@ def _sign_in(browser: Browser, live_server, username: str, **context_options) ->
     return page
 
 
+def _fix_times_for_screenshots(start: datetime) -> None:
+    """Fixed ids and dates, so the committed screenshots stay identical across runs."""
+    stamp = start
+    for version in AgentMemoryVersion.objects.order_by("memory__created_at", "version_number"):
+        stamp += timedelta(days=3)
+        AgentMemoryVersion.objects.filter(pk=version.pk).update(created_at=stamp)
+        if version.version_number == 1:
+            AgentMemory.objects.filter(pk=version.memory_id).update(created_at=stamp)
+    AgentMemory.objects.filter(deleted_at__isnull=False).update(deleted_at=stamp)
+
+
 @pytest.fixture
-def memories():
+def memories(monkeypatch):
     """Alice's memories: Rose in three versions, a project, a preference, one deleted."""
+    ids = iter(["R0seWhit", "Alb90thB", "Short4ns", "CallAlly", "BobsMem1"])
+    monkeypatch.setattr(services, "generate_short_id", lambda: next(ids))
     alice = UserFactory(username="alice")
     conversation = ConversationFactory(
         user=alice, legacy=LegacyFactory(name="Rose Whitfield", created_by=alice),
@@ -84,6 +98,7 @@ def memories():
     services.memory_delete(user=alice, memory=ally)
     services.memory_create(user=UserFactory(username="bob"), content="Bob's private memory",
                            category="person")
+    _fix_times_for_screenshots(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
     return {"alice": alice, "rose": rose, "album": album, "short": short, "ally": ally}
 
 
