@@ -17,7 +17,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "tests" / "data"
-DEFAULT_SETS = (DATA / "extractor_dev.json", DATA / "extractor_holdout.json")
+DEFAULT_SETS = (DATA / "extractor_dev.json", DATA / "extractor_holdout.json",
+                DATA / "extractor_blind.json")
 MATCH_THRESHOLD = 0.5
 
 

@@ -7,6 +7,7 @@
     server.embeddings([[0.1, …]])                # next /v1/embeddings answer
     settings.LLM_BASE_URL = server.base_url      # "http://127.0.0.1:<port>/v1"
     server.requests                              # what the client sent, in order
+                                                 # (header names lowercased)
     server.stop()
 
 Each endpoint has its own queue of scripted responses; `error`, `raw` and `delay`
@@ -185,7 +186,8 @@ class FakeOpenAIServer:
         with self._lock:
             if endpoint is not None:
                 self.requests.append(RecordedRequest(
-                    endpoint=endpoint, path=path, headers=dict(handler.headers.items()), body=body
+                    endpoint=endpoint, path=path,
+                    headers={k.lower(): v for k, v in handler.headers.items()}, body=body
                 ))
                 queue = self._queues[endpoint]
                 scripted = queue.pop(0) if queue else None

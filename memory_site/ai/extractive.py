@@ -337,8 +337,10 @@ _ADVERBIAL_START = re.compile(
 )
 _PRONOUN = re.compile(r"^(She|He|Her|His)\b", re.IGNORECASE)
 _OTHER_SUBJECT = re.compile(
-    rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{_alternation(OTHER_PEOPLE)})s?"
-    r"|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went))\b"
+    rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{_alternation(OTHER_PEOPLE)})s?)\b"
+)
+_OTHER_NAMED_SUBJECT = re.compile(
+    r"^([A-Z][a-z]+)(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went)\b"
 )
 
 
@@ -362,9 +364,8 @@ def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
             word = pronoun.group(1).lower()
             return _Subject("pronoun:" + word, offset, offset + pronoun.end(),
                             word in ("her", "his"))
-    other = _OTHER_SUBJECT.match(body)
-    if other and (body.split()[0] in ("I", "We", "They", "You")
-                  or body.split()[0] not in _NOT_NAMES):
+    named = _OTHER_NAMED_SUBJECT.match(body)
+    if _OTHER_SUBJECT.match(body) or (named and named.group(1) not in _NOT_NAMES):
         return _Subject("other", 0, 0, False)
     return _Subject("none", 0, 0, False)
 

@@ -1,0 +1,228 @@
+"""The offline extractor and summariser, the quality benchmark, and the openai provider against a fake server."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from memory_site.ai import LLMError, TranscriptLine, count_tokens, get_embedder, get_llm
+from memory_site.ai.base import EmbeddingError, LLMOutputError
+from memory_site.ai.extractive import extract_facts, extractive_summary, rolling_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lines(*pairs):
+    return [TranscriptLine(sequence=i, role=role, content=text)
+            for i, (role, text) in enumerate(pairs)]
+
+
+def facts_of(*pairs, name="Rose Whitfield", aliases=("Rose",)):
+    return [(f.category, f.content) for f in extract_facts(lines(*pairs), name, aliases)]
+
+
+def test_only_what_the_user_said_about_the_legacy():
+    assert facts_of(
+        ("assistant", "Rose was a famous pianist in Vienna."),
+        ("user", "Rose was a nurse in Dayton."),
+        ("user", "I was born in 1960 and I worked as a teacher."),
+        ("user", "My brother Tom lives in Toledo."),
+    ) == [("occupation", "Rose was a nurse in Dayton.")]
+
+
+def test_questions_and_hypotheticals_are_not_facts():
+    assert facts_of(
+        ("user", "Was Mom born in 1931?"),
+        ("user", "If she had retired earlier, she would have traveled."),
+        ("user", "Maybe Mom liked jazz."),
+        ("user", "I think Mom was happiest in Ohio."),
+        ("user", "Did Mom ever go to Paris"),
+    ) == []
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    ("Dad worked at the mill.", "Harold worked at the mill."),
+    ("My father worked at the mill.", "Harold worked at the mill."),
+    ("Hal worked at the mill.", "Harold worked at the mill."),
+    ("Grandpa Hal worked at the mill.", "Harold worked at the mill."),
+    ("My late father's favorite song was Danny Boy.", "Harold's favorite song was Danny Boy."),
+])
+def test_name_nickname_and_kinship_words(said, fact):
+    assert [c for _, c in facts_of(("user", said), name="Harold Brennan", aliases=("Hal",))] == [
+        fact]
+
+
+def test_pronouns_follow_the_person_in_focus():
+    assert facts_of(
+        ("assistant", "What was your mother's job?"),
+        ("user", "She was a nurse. Her favorite flower was the peony."),
+        ("user", "My brother Tom visited. He was a pilot."),
+    ) == [("occupation", "Rose was a nurse."), ("preference", "Rose's favorite flower was the peony.")]
+
+
+def test_corrections_replace_the_corrected_value():
+    assert facts_of(
+        ("user", "Mom married Dad in 1961."),
+        ("user", "Actually, it was 1962."),
+        ("user", "Mom was born in Dayton."),
+        ("user", "Sorry, I mean she was born in Toledo."),
+    ) == [("relationship", "Rose married Dad in 1962."), ("milestone", "Rose was born in Toledo.")]
+
+
+@pytest.mark.parametrize(("said", "category"), [
+    ("Mom was born in 1931.", "milestone"),
+    ("Mom worked as a seamstress.", "occupation"),
+    ("Mom had three sisters.", "relationship"),
+    ("Mom always hummed while cooking.", "habit"),
+    ("Mom loved knitting.", "hobby"),
+    ("Mom's favorite color was blue.", "preference"),
+    ("Mom was kind and stubborn.", "personality"),
+    ("Mom had a red bicycle.", "other"),
+])
+def test_categories(said, category):
+    assert facts_of(("user", said))[0][0] == category
+
+
+def test_extractive_summary_keeps_informative_user_sentences_within_the_limit():
+    transcript = lines(
+        ("user", "Ok."),
+        ("assistant", "Tell me about Rose."),
+        ("user", "Rose was born in Dayton in 1931. She had a garden. Hmm."),
+        ("user", "What should I say?"),
+    )
+    assert extractive_summary(transcript, 200, ["Rose"]) == (
+        "Rose was born in Dayton in 1931. She had a garden.")
+    # Within a budget for one sentence, the one with a name, a place and a date wins.
+    budget = count_tokens("Rose was born in Dayton in 1931.") + 3
+    assert extractive_summary(transcript, budget, ["Rose"]) == "Rose was born in Dayton in 1931."
+
+
+def test_rolling_summary_drops_lines_before_the_window():
+    previous = "[0] Rose was born in Dayton in 1931.\n[4] Rose was a nurse in Ohio."
+    new = [TranscriptLine(sequence=6, role="user", content="Rose married Tom in 1955.")]
+    assert rolling_summary(previous_summary=previous, messages=new, window_start=2,
+                           token_limit=200) == (
+        "[4] Rose was a nurse in Ohio.\n[6] Rose married Tom in 1955.")
+
+
+def test_quality_benchmark_meets_its_floor():
+    spec = importlib.util.spec_from_file_location(
+        "extractor_quality", ROOT / "benchmarks" / "extractor_quality.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for path in module.DEFAULT_SETS:
+        report = module.evaluate(path)
+        assert report.labelled >= 15
+        assert report.precision >= 0.9, report.spurious
+        assert report.recall >= 0.85, report.misses
+        assert report.category_accuracy >= 0.5
+
+
+# --- the openai provider against tests/openai_server.py ----------------------------------------
+
+
+@pytest.fixture
+def openai_llm(settings, openai_server):
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = openai_server.base_url
+    settings.LLM_API_KEY = "test-key"
+    settings.LLM_MAX_RETRIES = 2
+    settings.LLM_RETRY_BACKOFF_SECONDS = 0
+    settings.LLM_TIMEOUT_SECONDS = 5
+    return get_llm()
+
+
+BATCH = [TranscriptLine(sequence=0, role="user", content="Mom was a nurse.")]
+VALID = {"summary": "They talked about Rose's nursing.",
+         "facts": [{"category": "occupation", "content": "Rose was a nurse."}]}
+
+
+def test_valid_json_output(openai_llm, openai_server):
+    openai_server.chat_json(VALID)
+    result = openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield",
+                                              aliases=["Rosie"])
+    assert result.summary == "They talked about Rose's nursing."
+    assert [(f.category, f.content) for f in result.facts] == [("occupation", "Rose was a nurse.")]
+    [request] = openai_server.calls()
+    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.headers["authorization"] == "Bearer test-key"
+    assert "also called Rosie" in request.messages[0]["content"]
+    assert "[0] user: Mom was a nurse." in request.messages[1]["content"]
+
+
+def test_malformed_output_is_retried_then_rejected(openai_llm, openai_server):
+    openai_server.chat_text("{not json").chat_json({"summary": "x"}).chat_json(VALID)
+    assert openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose").summary
+    assert len(openai_server.calls()) == 3
+    for _ in range(3):
+        openai_server.chat_json({"summary": "x", "facts": "none"})
+    with pytest.raises(LLMOutputError, match="after 3 attempts"):
+        openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose")
+
+
+def test_truncated_output_is_rejected(settings, openai_llm, openai_server):
+    settings.LLM_MAX_RETRIES = 0
+    llm = get_llm()
+    openai_server.chat_text('{"summary": "Rose was', finish_reason="length")
+    with pytest.raises(LLMOutputError, match="cut off"):
+        llm.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
+                             legacy_name="Rose")
+
+
+@pytest.mark.parametrize("status", [500, 429, 503])
+def test_server_errors_and_rate_limits_are_retried(openai_llm, openai_server, status):
+    openai_server.error(status, headers={"Retry-After": "0"}).chat_json({"summary": "Fine."})
+    assert openai_llm.summarize_window(previous_summary="[0] x", messages=BATCH, window_start=0,
+                                       legacy_name="Rose") == "Fine."
+    assert len(openai_server.calls()) == 2
+
+
+def test_retries_are_bounded(openai_llm, openai_server):
+    for _ in range(3):
+        openai_server.error(500)
+    with pytest.raises(LLMError, match="after 3 attempts"):
+        openai_llm.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
+                                    legacy_name="Rose")
+    assert len(openai_server.calls()) == 3
+
+
+def test_a_client_error_is_not_retried(openai_llm, openai_server):
+    openai_server.error(400, "bad request")
+    with pytest.raises(LLMError):
+        openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose")
+    assert len(openai_server.calls()) == 1
+
+
+def test_timeouts(settings, openai_server):
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = openai_server.base_url
+    settings.LLM_TIMEOUT_SECONDS = 0.2
+    settings.LLM_MAX_RETRIES = 1
+    settings.LLM_RETRY_BACKOFF_SECONDS = 0
+    openai_server.delay(1.0).delay(1.0)
+    with pytest.raises(LLMError, match="timed out"):
+        get_llm().summarize_and_extract(messages=BATCH, legacy_name="Rose")
+    assert len(openai_server.calls()) == 2
+
+
+def test_chat_with_tool_calls(openai_llm, openai_server):
+    openai_server.chat_tool_calls([("remember", {"subject": "Rose"})], content=None)
+    reply = openai_llm.chat(messages=[{"role": "user", "content": "hi"}],
+                            tools=[{"type": "function", "function": {"name": "remember",
+                                                                     "parameters": {}}}])
+    assert reply.content == ""
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("call_0", "remember", '{"subject": "Rose"}')]
+    assert openai_server.calls()[0].body["tools"][0]["function"]["name"] == "remember"
+
+
+def test_embeddings_through_the_fake_server(settings, openai_server):
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_BASE_URL = openai_server.base_url
+    settings.EMBEDDING_MAX_RETRIES = 0
+    settings.EMBEDDING_DIMENSIONS = 3
+    openai_server.embeddings([[0.1, 0.2, 0.3]])
+    assert get_embedder().embed(["Rose"]) == [[0.1, 0.2, 0.3]]
+    openai_server.embeddings([[0.1, 0.2]])
+    with pytest.raises(EmbeddingError, match="wrong size"):
+        get_embedder().embed(["Rose"])
