@@ -30,25 +30,29 @@ BAR_PARTS = [
 def _context_view(packet: ContextPacket) -> dict:
     payload = context_payload(packet)
     counts = payload["token_counts"]
-    budget = max(counts["budget"], 1)
+    # Bars show each part's share of what was used; the line above them, of the budget.
+    total = max(counts["total"], 1)
     payload["bars"] = [
         {"name": name, "label": label, "tokens": counts.get(name, 0),
-         "percent": round(100 * counts.get(name, 0) / budget, 1)}
+         "percent": round(100 * counts.get(name, 0) / total, 1)}
         for name, label in BAR_PARTS
     ]
-    payload["used_percent"] = round(100 * counts["total"] / budget, 1)
+    payload["used_percent"] = round(100 * counts["total"] / max(counts["budget"], 1), 1)
     return payload
 
 
 def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
-                       status: int = 200) -> HttpResponse:
+                       status: int = 200, used: ContextPacket | None = None) -> HttpResponse:
+    """The transcript beside a context: the one the last reply used when there is one (after
+    an htmx send), otherwise the one the next reply would get."""
     transcript = selectors.messages_for_conversation(conversation=conversation).filter(
         role__in=[Message.Role.USER, Message.Role.ASSISTANT]
     )
     context = {
         "conversation": conversation,
         "transcript": transcript,
-        "packet": _context_view(build_context(conversation=conversation)),
+        "packet": _context_view(used or build_context(conversation=conversation)),
+        "context_used": used is not None,
         "error": error,
         # A fresh key per form: a double submit of the same form runs the turn once.
         "idempotency_key": uuid.uuid4(),
@@ -110,18 +114,20 @@ def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
         user=request.user, conversation_id=conversation_id
     )
     error = ""
+    used = None
     try:
-        turn_run(
+        result = turn_run(
             conversation=conversation, content=request.POST.get("content", ""),
             idempotency_key=request.POST.get("idempotency_key") or None,
         )
+        used = result.packet
     except ValidationError as exc:
         error = "; ".join(exc.messages)
     except (TurnProviderError, TurnConflict) as exc:
         error = f"The assistant could not answer: {exc}. Your message was kept."
     if request.htmx:
         return _conversation_page(request, conversation, error=error,
-                                  status=400 if error else 200)
+                                  status=400 if error else 200, used=used)
     if error:
         flash.error(request, error)
     return redirect("chat:conversation", conversation_id=conversation.pk)
