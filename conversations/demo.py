@@ -2,9 +2,65 @@
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from conversations import services, summarization
+from conversations.models import Conversation
 from facts.models import Legacy
+
+DEMO_TITLE = "Remembering Mom (demo)"
+DEMO_TURNS = [
+    ("Mom was a nurse at St. Mary's Hospital in Dayton for thirty years.",
+     "Thirty years of caring for people. What did she love about it?"),
+    ("She loved the night shift, it was quiet. Mom was born in 1931 on a farm in Ohio.",
+     "A farm childhood! Did she keep any of that life later on?"),
+    ("Every Sunday she baked bread for the whole street.",
+     "That sounds like a lovely tradition. What else?"),
+    ("Her favorite flower was the peony. She grew them by the back door.",
+     "Peonies by the back door. Did she garden a lot?"),
+    ("Mom loved gardening, especially in May. I still have her trowel.",
+     "What a treasure to keep. How did she meet your father?"),
+    ("Mom married Dad in 1955 at the little church on Main Street.",
+     "A church wedding in 1955. Do you have photos?"),
+    ("Remind me to ask my aunt for the wedding photos.",
+     "I'll keep that in mind. What was she like as a person?"),
+    ("She was stubborn but incredibly generous.",
+     "Stubborn and generous, a good combination. Any habits you remember?"),
+    ("Mom always hummed Moon River while she cooked.",
+     "Moon River while cooking, that's a lovely image."),
+    ("She taught me to play the piano when I was six.",
+     "Did you keep playing?"),
+    ("I did, for a while. Mom played the piano at church every Christmas.",
+     "Christmas at the piano. What songs?"),
+    ("Mostly carols. She retired in 1993 and moved to Florida.",
+     "Florida! Did she like it there?"),
+    ("She hated the humidity but loved the beach.",
+     "The beach must have been a comfort."),
+    ("Mom passed away in 2019. We miss her every day.",
+     "I'm so sorry. Thank you for sharing her with me."),
+    ("Actually, she retired in 1994, not 1993.",
+     "Thank you for the correction."),
+    ("Mom had three sisters and she was the eldest.",
+     "The eldest of four girls. Were they close?"),
+    ("Very close. Mom called her sisters every Sunday night.",
+     "Every Sunday night, what a steady bond."),
+]
 
 
 def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
-    """Create this app's demo rows for the demo users; return lines to print."""
-    return []
+    """A closed demo conversation of alice's about the legacy, with its rolling summaries,
+    archived chunks and extracted facts; return lines to print."""
+    alice = users["alice"]
+    conversation = Conversation.objects.filter(user=alice, legacy=legacy, title=DEMO_TITLE).first()
+    if conversation is None:
+        conversation = services.conversation_create(user=alice, legacy=legacy, title=DEMO_TITLE)
+        for said, answer in DEMO_TURNS:
+            services.message_append(conversation=conversation, role="user", content=said)
+            services.message_append(conversation=conversation, role="assistant", content=answer)
+        # Run the pipelines now so the demo shows results without waiting for the worker.
+        summarization.conversation_catch_up(conversation=conversation)
+        conversation = services.conversation_close(conversation=conversation)
+        summarization.conversation_catch_up(conversation=conversation)
+    return [
+        f"Conversation {conversation.title!r} (alice): id={conversation.pk} "
+        f"messages={conversation.message_count} chunks={conversation.chunks.count()} "
+        f"summaries={conversation.memories.count()}",
+    ]

@@ -69,6 +69,14 @@ def test_corrections_replace_the_corrected_value():
     ) == [("relationship", "Rose married Dad in 1962."), ("milestone", "Rose was born in Toledo.")]
 
 
+def test_a_not_correction_fixes_the_value_where_it_was_said():
+    assert facts_of(
+        ("user", "Mom retired in 1993 and moved to Florida. She passed away in 2019."),
+        ("user", "Actually, she retired in 1994, not 1993."),
+    ) == [("milestone", "Rose retired in 1994 and moved to Florida."),
+          ("milestone", "Rose passed away in 2019.")]
+
+
 @pytest.mark.parametrize(("said", "category"), [
     ("Mom was born in 1931.", "milestone"),
     ("Mom worked as a seamstress.", "occupation"),

@@ -432,7 +432,8 @@ def _apply_correction(facts: list[ExtractedFact], body: str) -> bool:
         new = new_values[kind][-1]
         for index in range(len(facts) - 1, -1, -1):
             content = facts[index].content
-            targets = [old] if old and old in content else _values(content)[kind]
+            in_content = [old] if old and old in content else []
+            targets = in_content if old else _values(content)[kind]
             targets = [t for t in targets if t and t != display_name(content)]
             if targets:
                 target = targets[-1]
@@ -503,7 +504,13 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 fact = ExtractedFact(category=categorize(content), content=content)
                 if fact.content in {f.content for f in facts}:
                     continue
-                if correction:
+                old_value = _NOT_VALUE.search(body)
+                if correction and old_value and any(
+                    old_value.group(1) in f.content for f in facts
+                ):
+                    # "She retired in 1994, not 1993": fix the value where it was said.
+                    _apply_correction(facts, body)
+                elif correction:
                     _replace_similar(facts, fact)
                 else:
                     facts.append(fact)
