@@ -38,7 +38,11 @@ class LegacySearchApi(APIView):
             )
         result = retrieval.search_conversations(user=request.user, legacy=legacy, query=query, k=k)
         return Response(
-            {"results": SearchHitSerializer(result.hits, many=True).data, "total": result.total}
+            {
+                "results": SearchHitSerializer(result.hits, many=True).data,
+                "total": result.total,
+                "warnings": result.warnings,
+            }
         )
 
 

@@ -39,6 +39,10 @@ class SearchHitSerializer(serializers.Serializer):
 class SearchResponseSerializer(serializers.Serializer):
     results = SearchHitSerializer(many=True)
     total = serializers.IntegerField(help_text="Units in scope; len(results) == min(k, total).")
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What was degraded, e.g. text-only ranking when the embedder failed.",
+    )
 
 
 class ContextQuerySerializer(serializers.Serializer):

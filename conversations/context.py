@@ -37,7 +37,7 @@ from conversations.models import Conversation, ConversationMemory, Message
 from conversations.retrieval import SearchHit, search_conversations
 from conversations.selectors import latest_completed_memory
 from facts.selectors import FACTS_FENCE, facts_visible_to, format_facts_for_prompt
-from memory_site.ai import EmbeddingError, count_tokens, truncate_to_tokens
+from memory_site.ai import count_tokens, truncate_to_tokens
 
 # OpenAI's chat format spends a few tokens per message on the role and separators.
 TOKENS_PER_MESSAGE = 4
@@ -263,18 +263,16 @@ def _retrieve(
 ) -> list[SearchHit]:
     if not query.strip() or settings.CONTEXT_RETRIEVAL_TOP_K < 1:
         return []
-    try:
-        return search_conversations(
-            user=conversation.user,
-            legacy=conversation.legacy,
-            query=query.strip()[: settings.SEARCH_QUERY_MAX_CHARS],
-            k=settings.CONTEXT_RETRIEVAL_TOP_K,
-            exclude_conversation_ids=[conversation.pk],
-        ).hits
-    except EmbeddingError as exc:
-        # A turn still works without earlier conversations; the packet says what is missing.
-        warnings.append(f"retrieval unavailable: {exc}")
-        return []
+    result = search_conversations(
+        user=conversation.user,
+        legacy=conversation.legacy,
+        query=query.strip()[: settings.SEARCH_QUERY_MAX_CHARS],
+        k=settings.CONTEXT_RETRIEVAL_TOP_K,
+        exclude_conversation_ids=[conversation.pk],
+    )
+    # A turn still works with a degraded retrieval; the packet says what is missing.
+    warnings.extend(result.warnings)
+    return result.hits
 
 
 def build_context(

@@ -12,7 +12,8 @@ belong to other users. Scoped sets are small (one user's chunks about one legacy
 scan is cheap; see docs/agent-side.md.
 """
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
@@ -23,7 +24,9 @@ from django.db import connection
 
 from conversations.models import Conversation, ConversationChunk, Message
 from facts.models import Legacy
-from memory_site.ai import get_embedder
+from memory_site.ai import EmbeddingError, get_embedder
+
+logger = logging.getLogger(__name__)
 
 CHUNK = "chunk"
 MESSAGE = "message"
@@ -50,6 +53,8 @@ class SearchHit:
 class SearchResult:
     hits: list[SearchHit]
     total: int  # units in scope; len(hits) == min(k, total)
+    # Set when a part of the ranking was unavailable, e.g. the embedding provider failed.
+    warnings: list[str] = field(default_factory=list)
 
 
 def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
@@ -215,13 +220,21 @@ def search_params(
     exclude_conversation_ids: list[UUID] | None = None,
     include_messages: bool | None = None,
 ) -> dict[str, object]:
-    """The parameters of search_sql(); embeds the query with the configured embedder."""
-    vector = get_embedder().embed([query])[0]
+    """The parameters of search_sql(); embeds the query with the configured embedder.
+
+    When the embedder fails, `vec` is NULL: no row gets a vector rank and the ranking
+    falls back to full-text search, recency and open loops rather than failing the request.
+    """
+    try:
+        vec: str | None = _vector_literal(get_embedder().embed([query])[0])
+    except EmbeddingError as exc:
+        logger.warning("search without vectors, the embedder failed: %s", exc)
+        vec = None
     return {
         "cfg": settings.SEARCH_TEXT_CONFIG,
         "q": query,
         "loops": open_loop_tsquery(open_loops_for(user=user, legacy=legacy)),
-        "vec": _vector_literal(vector),
+        "vec": vec,
         "user_id": user.pk,
         "legacy_id": legacy.pk,
         "excluded": list(exclude_conversation_ids or []),
@@ -266,4 +279,7 @@ def search_conversations(
         )
         for row in rows
     ]
-    return SearchResult(hits=hits, total=rows[0][11] if rows else 0)
+    warnings = [] if params["vec"] is not None else [
+        "vector search unavailable (the embedding provider failed); ranked by text only"
+    ]
+    return SearchResult(hits=hits, total=rows[0][11] if rows else 0, warnings=warnings)

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from conversations.services import message_append
 from tests.agentside_support import chunk_for
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory
@@ -92,4 +93,23 @@ def test_a_fellow_member_searches_only_their_own_conversations(family, member_cl
     response = member_client.get(_url(family.legacy.pk), {"q": "lake spot"})
 
     assert response.status_code == 200
-    assert response.json() == {"results": [], "total": 0}
+    assert response.json() == {"results": [], "total": 0, "warnings": []}
+
+
+def test_search_falls_back_to_text_when_the_embedder_fails(family, settings):
+    """An embedding outage degrades the ranking, it does not fail the request."""
+    conversation = ConversationFactory(legacy=family.legacy, user=family.owner)
+    message_append(conversation=conversation, role="user", content="Rose kept bees behind the barn.")
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    settings.EMBEDDING_MAX_RETRIES = 0
+    settings.EMBEDDING_TIMEOUT_SECONDS = 2
+    response = api_client_for(family.owner).get(
+        f"/api/ai/legacies/{family.legacy.pk}/search", {"q": "bees", "k": 3}
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["warnings"] == [
+        "vector search unavailable (the embedding provider failed); ranked by text only"
+    ]
+    assert [hit["content"] for hit in body["results"]] == ["Rose kept bees behind the barn."]
