@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
@@ -128,34 +129,37 @@ def turn_run(
     llm = get_llm()
     rounds_done = max((r["round"] for r in records), default=0)
     llm_calls = 0
-    while True:
-        may_call_tools = rounds_done < settings.TURN_MAX_TOOL_ROUNDS
-        try:
-            reply = llm.chat(messages=chat, tools=tools if may_call_tools else [])
-        except LLMError as exc:
-            logger.warning("turn in conversation %s: LLM failed: %s", conversation.pk, exc)
-            raise TurnProviderError(str(exc), user_message=user_message) from exc
-        llm_calls += 1
-        if not reply.tool_calls or not may_call_tools:
-            break
-        rounds_done += 1
-        batch = []
-        for call in reply.tool_calls:
-            result = tool_execute(
-                user=user, name=call.name, arguments=call.arguments,
-                conversation=conversation, message=user_message,
-            )
-            saved, _ = message_append(
-                conversation=conversation, role=Message.Role.TOOL,
-                content=json.dumps(result, sort_keys=True, default=str),
-                metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
-                          "name": call.name, "arguments": call.arguments,
-                          "round": rounds_done},
-            )
-            tool_messages.append(saved)
-            batch.append(_call_record(saved))
-        records.extend(batch)
-        _replay(chat, batch)
+    # One scope for the whole turn: a memory added by an early tool call is never evicted by
+    # the token budget of a later call in the same turn.
+    with memory_write_scope():
+        while True:
+            may_call_tools = rounds_done < settings.TURN_MAX_TOOL_ROUNDS
+            try:
+                reply = llm.chat(messages=chat, tools=tools if may_call_tools else [])
+            except LLMError as exc:
+                logger.warning("turn in conversation %s: LLM failed: %s", conversation.pk, exc)
+                raise TurnProviderError(str(exc), user_message=user_message) from exc
+            llm_calls += 1
+            if not reply.tool_calls or not may_call_tools:
+                break
+            rounds_done += 1
+            batch = []
+            for call in reply.tool_calls:
+                result = tool_execute(
+                    user=user, name=call.name, arguments=call.arguments,
+                    conversation=conversation, message=user_message,
+                )
+                saved, _ = message_append(
+                    conversation=conversation, role=Message.Role.TOOL,
+                    content=json.dumps(result, sort_keys=True, default=str),
+                    metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
+                              "name": call.name, "arguments": call.arguments,
+                              "round": rounds_done},
+                )
+                tool_messages.append(saved)
+                batch.append(_call_record(saved))
+            records.extend(batch)
+            _replay(chat, batch)
 
     reply_key = f"{idempotency_key}:reply" if idempotency_key else None
     try:

@@ -256,3 +256,22 @@ def test_only_the_owner_of_the_conversation_may_run_a_turn(family, conversation,
         assert response.status_code == 404
         assert response.json() == {"detail": "Not found.", "code": "not_found"}
     assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def test_the_token_budget_never_evicts_what_the_same_turn_added(
+    family, owner_client, conversation, openai_llm, settings
+):
+    settings.MEMORY_TOKEN_LIMIT = 1  # every add is over budget: only protection keeps a memory
+    openai_llm.chat_tool_calls([("add_to_memory", {
+        "content": "Rose's sister is Margaret", "category": "person", "subject": "Margaret"})])
+    openai_llm.chat_tool_calls([("add_to_memory", {
+        "content": "Rose grew dahlias for the county show", "category": "context"})])
+    openai_llm.chat_text("I'll remember both.")
+
+    response = owner_client.post(_url(conversation), {"content": "Remember these two things"},
+                                 format="json")
+
+    assert response.status_code == 201
+    assert [c["result"]["ok"] for c in response.json()["tool_calls"]] == [True, True]
+    remembered = {m.subject or m.category for m in active_memories_for_user(family.owner)}
+    assert remembered == {"Margaret", "context"}
