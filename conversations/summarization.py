@@ -259,8 +259,11 @@ def _release_archive_lock(conversation: Conversation) -> None:
 
 def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
     """The summarisation job's work: the rolling summary, then archived batches oldest first,
-    at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them. A closed conversation archives its tail
-    too. `more_due` says that batches remain for another job."""
+    at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them, and no new batch once the job has run
+    for SUMMARIZATION_JOB_TIME_BUDGET_SECONDS (so that a job ends well inside Q_TIMEOUT, see
+    memory_site.checks). A closed conversation archives its tail too. `more_due` says that
+    batches remain for another job."""
+    started = time.monotonic()
     final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
     memory = memory_summarize(conversation=conversation, final=final)
     chunks: list[ConversationChunk] = []
@@ -270,7 +273,10 @@ def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
         logger.debug("Archiving of %s is in progress elsewhere", conversation.pk)
         return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
     try:
-        while len(chunks) < settings.SUMMARIZATION_MAX_BATCHES_PER_JOB:
+        while (
+            len(chunks) < settings.SUMMARIZATION_MAX_BATCHES_PER_JOB
+            and time.monotonic() - started < settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS
+        ):
             due = archive_range_due(conversation=conversation, final=final)
             if due is None:
                 return CatchUpResult(memory=memory, chunks=chunks, more_due=False)

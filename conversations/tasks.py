@@ -12,7 +12,6 @@ from conversations.models import Conversation
 logger = logging.getLogger(__name__)
 
 SUMMARIZE_TASK = "conversations.tasks.summarize_conversation"
-SWEEP_TASK = "conversations.tasks.sweep"
 SWEEP_SCHEDULE_NAME = "conversation memory sweep"
 
 
@@ -35,7 +34,7 @@ def summarize_conversation(conversation_id: str) -> dict:
         return {"conversation_id": conversation_id, "skipped": "deleted"}
     result = summarization.conversation_catch_up(conversation=conversation)
     if result.more_due:
-        # A long import is caught up over several jobs, each well under Q_TIMEOUT.
+        # A long import is caught up over several jobs, each inside its time budget.
         enqueue_summarization(conversation_id=conversation.pk)
     return {
         "conversation_id": conversation_id,

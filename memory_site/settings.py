@@ -135,9 +135,11 @@ Q_CLUSTER = {
     "name": "legacy-memory",
     "orm": "default",
     "workers": env_int("Q_WORKERS", 2),
-    "timeout": env_int("Q_TIMEOUT", 120),
+    # A summarisation job with a remote provider may wait on LLM and embedding timeouts and
+    # retries; conversations.checks verifies that its time budget fits inside this timeout.
+    "timeout": env_int("Q_TIMEOUT", 240),
     # retry must exceed timeout, or a slow task is handed to a second worker while still running.
-    "retry": env_int("Q_RETRY", 180),
+    "retry": env_int("Q_RETRY", 270),
     "max_attempts": env_int("Q_MAX_ATTEMPTS", 3),
     "save_limit": env_int("Q_SAVE_LIMIT", 500),
     "catch_up": False,
@@ -178,6 +180,8 @@ SUMMARIZATION_THRESHOLD = env_int("SUMMARIZATION_THRESHOLD", 30)
 SUMMARIZATION_BATCH_SIZE = env_int("SUMMARIZATION_BATCH_SIZE", 20)
 # A job archives at most this many batches, then enqueues itself again (stays under Q_TIMEOUT).
 SUMMARIZATION_MAX_BATCHES_PER_JOB = env_int("SUMMARIZATION_MAX_BATCHES_PER_JOB", 10)
+# No new archive batch starts after this long; the rest goes to the next job.
+SUMMARIZATION_JOB_TIME_BUDGET_SECONDS = env_float("SUMMARIZATION_JOB_TIME_BUDGET_SECONDS", 45.0)
 # Seed 002 calls a `processing` row older than 5 minutes stuck; keep it above Q_TIMEOUT.
 MEMORY_PROCESSING_TIMEOUT_SECONDS = env_int("MEMORY_PROCESSING_TIMEOUT_SECONDS", 300)
 CONVERSATION_IDLE_CLOSE_MINUTES = env_int("CONVERSATION_IDLE_CLOSE_MINUTES", 60)
