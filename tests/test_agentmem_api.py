@@ -247,5 +247,9 @@ def test_anonymous_callers_are_turned_away(anon_client):
                          ("get", "/api/tools"), ("post", "/api/tools/add_to_memory"),
                          ("post", "/api/commands")]:
         response = getattr(anon_client, method)(path, {}, format="json")
-        assert response.status_code in (401, 403), path
+        assert response.status_code == 401, path
+        assert response.json() == {
+            "detail": "Authentication credentials were not provided.",
+            "code": "not_authenticated",
+        }
     assert AgentMemory.objects.count() == 0
