@@ -1,6 +1,5 @@
 """The /memory chat command (seed 003): list memories or delete one, straight, without the agent."""
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -26,16 +25,14 @@ class CommandReply:
 
 def format_memory_list(user: AbstractBaseUser) -> str:
     """Seed 003's `/memory` answer: active memories grouped by category, with their ids."""
-    grouped: dict[str, list] = defaultdict(list)
-    for memory in selectors.active_memories_for_user(user):
-        grouped[memory.category].append(memory)
+    grouped = selectors.active_memories_by_category(user)
     if not grouped:
         return (
             "📝 You have no memories yet.\n\n"
             "I'll offer to remember things you tell me, such as people and preferences."
         )
     lines = ["📝 Your memories:", ""]
-    for category, memories in grouped.items():
+    for category, memories in grouped:
         lines.append(f"**{category.title()}**")
         lines.extend(f"• [{m.pk}] {m.content}" for m in memories)
         lines.append("")

@@ -54,6 +54,14 @@ def active_memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
     return memories_for_user(user).filter(deleted_at__isnull=True).order_by(*MEMORY_ORDER)
 
 
+def active_memories_by_category(user: AbstractBaseUser) -> list[tuple[str, list[AgentMemory]]]:
+    """The active memories grouped by category, categories and memories in seed 003's order."""
+    grouped: dict[str, list[AgentMemory]] = defaultdict(list)
+    for memory in active_memories_for_user(user):
+        grouped[memory.category].append(memory)
+    return list(grouped.items())
+
+
 def deleted_memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
     """Deleted (and evicted) memories, most recently deleted first, versions prefetched."""
     return (
@@ -152,12 +160,9 @@ def build_memory_context(user: AbstractBaseUser) -> str:
     the user told the agent, and a memory saying "ignore previous instructions" stays
     a quoted line inside the fence (see `fence_text`).
     """
-    memories = list(active_memories_for_user(user))
-    if not memories:
+    grouped = active_memories_by_category(user)
+    if not grouped:
         return ""
-    grouped: dict[str, list[AgentMemory]] = defaultdict(list)
-    for memory in memories:
-        grouped[memory.category].append(memory)
     lines = [
         "## Your Memory",
         "",
@@ -168,7 +173,7 @@ def build_memory_context(user: AbstractBaseUser) -> str:
         "",
         DATA_OPEN,
     ]
-    for category, entries in grouped.items():
+    for category, entries in grouped:
         lines.append(f"### {category.title()}")
         for memory in entries:
             subject = f"[{fence_text(memory.subject)}] " if memory.subject else ""

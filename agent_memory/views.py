@@ -48,14 +48,12 @@ def timeline(memory: AgentMemory) -> list[dict]:
 
 
 def _sections_context(request: HttpRequest, **extra: object) -> dict:
-    groups: dict[str, list[AgentMemory]] = {}
-    for memory in selectors.active_memories_for_user(request.user):
-        groups.setdefault(memory.category, []).append(memory)
     deleted = [
         {"memory": memory, "timeline": timeline(memory)}
         for memory in selectors.deleted_memories_for_user(request.user)
     ]
-    return {"groups": list(groups.items()), "deleted": deleted, **extra}
+    groups = selectors.active_memories_by_category(request.user)
+    return {"groups": groups, "deleted": deleted, **extra}
 
 
 def _list_url(memory_id: str | None = None) -> str:
