@@ -1,13 +1,10 @@
 """Helpers that turn service exceptions into API errors."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions
-
-T = TypeVar("T")
 
 
 def _as_drf_validation_error(exc: DjangoValidationError) -> exceptions.ValidationError:
@@ -23,8 +20,3 @@ def service_errors() -> Iterator[None]:
         yield
     except DjangoValidationError as exc:
         raise _as_drf_validation_error(exc) from exc
-
-
-def call_service(fn: Callable[..., T], **kwargs: object) -> T:
-    with service_errors():
-        return fn(**kwargs)
