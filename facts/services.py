@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
 
@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from conversations.models import Conversation
 
 LEGACY_NAME_MAX_CHARS = 200
+# Namespace of the transaction-level advisory locks on one author's facts about one legacy
+# (conversations.summarization's archive locks use 30_000).
+FACT_LOCK_NAMESPACE = 30_001
 
 
 def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
@@ -58,6 +61,20 @@ def normalize_fact_text(content: str) -> str:
 
 def _words(content: str) -> set[str]:
     return set(normalize_fact_text(content).split())
+
+
+def _lock_author_facts(*, legacy_id: object, user_id: object) -> None:
+    """Until the transaction ends, be the only writer of one author's facts about a legacy, so
+    that a duplicate check and the write after it are one step for racing writers (two archive
+    jobs of the same author, a fact added by hand during an extraction)."""
+    # An advisory lock rather than a lock on the membership row: it also serialises authors
+    # who have left the legacy, and holds no row lock that could deadlock with a writer that
+    # locks the legacy row and then deletes its memberships.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            [FACT_LOCK_NAMESPACE, f"{legacy_id}:{user_id}"],
+        )
 
 
 def fact_find_duplicate(
@@ -116,6 +133,7 @@ def fact_create(
     if errors:
         raise ValidationError(errors)
     with transaction.atomic():
+        _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
         duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content)
         if duplicate is not None:
             return duplicate, False
@@ -168,6 +186,7 @@ def fact_update(
     if errors:
         raise ValidationError(errors)
     with transaction.atomic():
+        _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
         fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
         fields = ["updated_at"]
         if content is not None and content != fact.content:
