@@ -22,7 +22,7 @@ from conversations.apis import IDEMPOTENCY_HEADER
 from conversations.checkpoint import checkpoint_snapshot
 from conversations.context import build_context
 from conversations.selectors import conversation_for_user
-from conversations.turn import TurnConflict, TurnProviderError, turn_run
+from conversations.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
 from memory_site.api import Conflict
 from memory_site.drf import service_errors
@@ -87,6 +87,8 @@ class ConversationTurnApi(APIView):
                 )
         except TurnConflict as exc:
             raise Conflict(str(exc)) from exc
+        except TurnInProgress as exc:
+            raise Conflict(str(exc), code="turn_in_progress") from exc
         except TurnProviderError as exc:
             raise ProviderFailed(
                 f"The language model failed: {exc}. Your message was saved as "

@@ -15,7 +15,7 @@ from conversations import selectors, services
 from conversations.agent_serializers import context_payload
 from conversations.context import ContextPacket, build_context
 from conversations.models import Message
-from conversations.turn import TurnConflict, TurnProviderError, turn_run
+from conversations.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacies_for_user, legacy_for_member
 
 # The bar chart's parts, in prompt order, with the labels the page shows.
@@ -125,6 +125,8 @@ def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
         error = "; ".join(exc.messages)
     except (TurnProviderError, TurnConflict) as exc:
         error = f"The assistant could not answer: {exc}. Your message was kept."
+    except TurnInProgress as exc:
+        error = f"{exc} Wait for its reply, then reload the page."
     if request.htmx:
         return _conversation_page(request, conversation, error=error,
                                   status=400 if error else 200, used=used)

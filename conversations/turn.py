@@ -2,20 +2,25 @@
 with the memory tools, run tool calls as the user, save the reply.
 
 Every step that writes is committed on its own, in order, so a crash or a provider failure
-leaves a consistent log: the user message first (seed 004's autosave), then each tool call's
-result as a `tool` message, then the assistant reply, whose commit enqueues summarisation
-(conversations.services.message_append). A retry with the same Idempotency-Key finds the saved
-user message, replays the tool calls already made instead of running them again, and answers
-the saved reply if there is one: nothing is written twice.
+leaves a consistent log: the user message first (seed 004's autosave), then each tool call
+together with its `tool` message in one transaction (both or neither), then the assistant
+reply, whose commit enqueues summarisation (conversations.services.message_append). A retry
+with the same Idempotency-Key finds the saved user message, replays the tool calls already made
+instead of running them again, and answers the saved reply if there is one: nothing is written
+twice. A session-level advisory lock on the user message lets one request at a time run its
+turn; a retry that arrives while the first request is still running gets TurnInProgress.
 """
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 
 from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
@@ -27,10 +32,17 @@ from memory_site.ai import LLMError, get_llm
 logger = logging.getLogger(__name__)
 
 EMPTY_REPLY = "(The model returned an empty reply.)"
+# Namespace of the advisory locks that let one request at a time run the turn of a message
+# (conversations.summarization uses 30_000 for archiving).
+TURN_LOCK_NAMESPACE = 30_001
 
 
 class TurnConflict(Exception):
     """The Idempotency-Key was already used for a different message."""
+
+
+class TurnInProgress(Exception):
+    """Another request is still running the turn of this user message (a concurrent retry)."""
 
 
 class TurnProviderError(Exception):
@@ -68,6 +80,25 @@ def _saved_tool_messages(user_message: Message) -> list[Message]:
     )
 
 
+@contextmanager
+def _turn_lock(user_message: Message) -> Iterator[None]:
+    """Hold the turn of `user_message` for this request, or raise TurnInProgress.
+
+    A session-level lock, not a transaction: nothing stays open across the LLM call, and a
+    process that dies mid-turn loses its connection and with it the lock.
+    """
+    key = user_message.pk.int & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [TURN_LOCK_NAMESPACE, key])
+        if not cursor.fetchone()[0]:
+            raise TurnInProgress("A turn for this message is still running.")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [TURN_LOCK_NAMESPACE, key])
+
+
 def _call_record(message: Message) -> dict[str, Any]:
     return {
         "id": message.metadata["tool_call_id"],
@@ -102,16 +133,30 @@ def turn_run(
     *, conversation: Conversation, content: str, idempotency_key: str | None = None
 ) -> TurnResult:
     """Run one agent turn as the conversation's user. Raises ValidationError for bad content,
-    TurnConflict for a reused key with other content, TurnProviderError when the LLM fails."""
+    TurnConflict for a reused key with other content, TurnInProgress while another request runs
+    the turn of the same message, TurnProviderError when the LLM fails."""
     validate_message_content(content)
-    user = conversation.user
     user_message, created = message_append(
         conversation=conversation, role=Message.Role.USER, content=content,
         idempotency_key=idempotency_key,
     )
+    if not created and (
+        user_message.role != Message.Role.USER or user_message.content != content
+    ):
+        raise TurnConflict("This Idempotency-Key was already used for another message.")
+    with _turn_lock(user_message):
+        return _turn_locked(conversation=conversation, user_message=user_message,
+                            idempotency_key=idempotency_key, created=created)
+
+
+def _turn_locked(
+    *, conversation: Conversation, user_message: Message, idempotency_key: str | None,
+    created: bool,
+) -> TurnResult:
+    """The turn of `user_message`, with its lock held."""
+    user = conversation.user
     if not created:
-        if user_message.role != Message.Role.USER or user_message.content != content:
-            raise TurnConflict("This Idempotency-Key was already used for another message.")
+        # Read under the lock: a request that held it before us may have finished the turn.
         saved = _saved_reply(user_message)
         if saved is not None:
             return TurnResult(
@@ -120,7 +165,7 @@ def turn_run(
                 packet=None, replayed=True,
             )
 
-    packet = build_context(conversation=conversation, query=content)
+    packet = build_context(conversation=conversation, query=user_message.content)
     chat: list[dict[str, Any]] = packet.chat_messages()
     tools = tool_definitions()
     tool_messages = _saved_tool_messages(user_message)
@@ -145,17 +190,20 @@ def turn_run(
             rounds_done += 1
             batch = []
             for call in reply.tool_calls:
-                result = tool_execute(
-                    user=user, name=call.name, arguments=call.arguments,
-                    conversation=conversation, message=user_message,
-                )
-                saved, _ = message_append(
-                    conversation=conversation, role=Message.Role.TOOL,
-                    content=json.dumps(result, sort_keys=True, default=str),
-                    metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
-                              "name": call.name, "arguments": call.arguments,
-                              "round": rounds_done},
-                )
+                # The call and its record commit together: a crash between them would make a
+                # retry, which replays the recorded calls, run this one again.
+                with transaction.atomic():
+                    result = tool_execute(
+                        user=user, name=call.name, arguments=call.arguments,
+                        conversation=conversation, message=user_message,
+                    )
+                    saved, _ = message_append(
+                        conversation=conversation, role=Message.Role.TOOL,
+                        content=json.dumps(result, sort_keys=True, default=str),
+                        metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
+                                  "name": call.name, "arguments": call.arguments,
+                                  "round": rounds_done},
+                    )
                 tool_messages.append(saved)
                 batch.append(_call_record(saved))
             records.extend(batch)

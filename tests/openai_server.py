@@ -114,7 +114,7 @@ class FakeOpenAIServer:
         return self.chat_text(json.dumps(data), delay=delay)
 
     def chat_tool_calls(self, calls: list[tuple[str, dict[str, Any]]],
-                        content: str | None = None) -> "FakeOpenAIServer":
+                        content: str | None = None, *, delay: float = 0.0) -> "FakeOpenAIServer":
         message = {
             "role": "assistant",
             "content": content,
@@ -125,7 +125,7 @@ class FakeOpenAIServer:
             ],
         }
         body = _completion(message, "tool_calls")
-        return self.push("chat", Scripted(body=json.dumps(body).encode()))
+        return self.push("chat", Scripted(body=json.dumps(body).encode(), delay=delay))
 
     def embeddings(self, vectors: list[list[float]], *, delay: float = 0.0) -> "FakeOpenAIServer":
         body = {
