@@ -193,6 +193,10 @@ def _facts_section(user: AbstractBaseUser, conversation: Conversation) -> Sectio
         f"<{FACTS_FENCE}>",
         f"</{FACTS_FENCE}>",
     )
+    # The fence's first line names the person (format_facts_for_prompt): it stays with the
+    # head, so that every item is one fact and a budget cut drops a fact, never the name.
+    if section.items:
+        section.head += "\n" + section.items.pop(0)
     section.keys = facts
     return section
 
