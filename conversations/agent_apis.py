@@ -18,7 +18,7 @@ from conversations.agent_serializers import (
     context_payload,
     turn_payload,
 )
-from conversations.apis import IDEMPOTENCY_HEADER
+from conversations.apis import IDEMPOTENCY_HEADER, idempotency_key
 from conversations.checkpoint import checkpoint_snapshot
 from conversations.context import build_context
 from conversations.selectors import conversation_for_user
@@ -76,6 +76,7 @@ class ConversationTurnApi(APIView):
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+        key = idempotency_key(request)
         data = TurnInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
@@ -83,7 +84,7 @@ class ConversationTurnApi(APIView):
                 result = turn_run(
                     conversation=conversation,
                     content=data.validated_data["content"],
-                    idempotency_key=request.headers.get("Idempotency-Key") or None,
+                    idempotency_key=key,
                 )
         except TurnConflict as exc:
             raise Conflict(str(exc)) from exc

@@ -24,8 +24,17 @@ from memory_site.drf import service_errors
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-    description="Repeat a request with the same key and nothing is written twice.",
+    description=(
+        "Repeat a request with the same key and nothing is written twice. At most "
+        f"{services.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters."
+    ),
 )
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's Idempotency-Key header, None without one; a malformed key is a 400."""
+    with service_errors():
+        return services.validate_idempotency_key(request.headers.get("Idempotency-Key"))
 
 
 class ConversationListCreateApi(APIView):
@@ -96,12 +105,13 @@ class MessageListCreateApi(APIView):
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
         )
+        key = idempotency_key(request)
         data = MessageInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         with service_errors():
             message, created = services.message_append(
                 conversation=conversation,
-                idempotency_key=request.headers.get("Idempotency-Key") or None,
+                idempotency_key=key,
                 **data.validated_data,
             )
         return Response(

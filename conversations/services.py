@@ -41,6 +41,22 @@ def validate_message_content(content: str) -> str:
     return content
 
 
+# Keys are stored with a ":reply" suffix for the turn's reply (Message.idempotency_key holds 200).
+IDEMPOTENCY_KEY_MAX_CHARS = 128
+
+
+def validate_idempotency_key(key: str | None) -> str | None:
+    """The key, or None when absent; anything but 1–128 printable ASCII characters is an error
+    on `Idempotency-Key` (the header that carries it)."""
+    if not key:
+        return None
+    if len(key) > IDEMPOTENCY_KEY_MAX_CHARS or not all(" " <= char <= "~" for char in key):
+        raise ValidationError({"Idempotency-Key": [
+            f"At most {IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters."
+        ]})
+    return key
+
+
 def message_append(
     *,
     conversation: Conversation,

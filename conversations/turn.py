@@ -26,7 +26,11 @@ from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
-from conversations.services import message_append, validate_message_content
+from conversations.services import (
+    message_append,
+    validate_idempotency_key,
+    validate_message_content,
+)
 from memory_site.ai import LLMError, get_llm
 
 logger = logging.getLogger(__name__)
@@ -136,6 +140,7 @@ def turn_run(
     TurnConflict for a reused key with other content, TurnInProgress while another request runs
     the turn of the same message, TurnProviderError when the LLM fails."""
     validate_message_content(content)
+    idempotency_key = validate_idempotency_key(idempotency_key)
     user_message, created = message_append(
         conversation=conversation, role=Message.Role.USER, content=content,
         idempotency_key=idempotency_key,
