@@ -310,3 +310,65 @@ def memory_document(user: AbstractBaseUser) -> dict:
             "schema_version": MEMORY_DOCUMENT_SCHEMA_VERSION,
         },
     }
+
+
+# --- The caller's own data (GET /api/me/data) ------------------------------------------------
+
+
+def user_data_export(user: AbstractBaseUser) -> dict:
+    """Every agent memory of the user with all its versions (deleted and evicted ones too), and
+    every place with its mentions, JSON-ready. Four queries, whatever the number of rows."""
+    memories = (
+        AgentMemory.objects.filter(user=user)
+        .prefetch_related(
+            Prefetch("versions", queryset=AgentMemoryVersion.objects.order_by("version_number"))
+        )
+        .order_by("created_at", "id")
+    )
+    places = (
+        Place.objects.filter(user=user)
+        .prefetch_related(
+            Prefetch("mentions", queryset=PlaceMention.objects.order_by("mentioned_at", "id"))
+        )
+        .order_by("added_at", "place_id")
+    )
+    return {
+        "agent_memories": [
+            {
+                "id": memory.id,
+                "category": memory.category,
+                "subject": memory.subject,
+                "created_at": _iso(memory.created_at),
+                "deleted_at": _iso(memory.deleted_at),
+                "evicted_at": _iso(memory.evicted_at),
+                "versions": [
+                    {
+                        "version": version.version_number,
+                        "content": version.content,
+                        "source_conversation_id": _str_or_none(version.source_conversation_id),
+                        "source_message_id": _str_or_none(version.source_message_id),
+                        "created_at": _iso(version.created_at),
+                    }
+                    for version in memory.versions.all()
+                ],
+            }
+            for memory in memories
+        ],
+        "places": [
+            {
+                "place_id": place.place_id,
+                "name": place.name,
+                "notes": place.notes,
+                "added_at": _iso(place.added_at),
+                "mentions": [
+                    {
+                        "conversation_id": _str_or_none(mention.conversation_id),
+                        "message_id": _str_or_none(mention.message_id),
+                        "mentioned_at": _iso(mention.mentioned_at),
+                    }
+                    for mention in place.mentions.all()
+                ],
+            }
+            for place in places
+        ],
+    }

@@ -374,3 +374,21 @@ def place_mention_add(
         )
         memory_enforce_token_limit(user=user)
     return mention
+
+
+# --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------
+
+
+def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
+    """Delete every agent memory of the user for good (not the soft delete: versions and
+    deleted memories go too) and every place with its mentions. Returns the counts per kind."""
+    with transaction.atomic():
+        _lock_user(user)
+        _, memories = AgentMemory.objects.filter(user=user).delete()
+        _, places = Place.objects.filter(user=user).delete()
+    return {
+        "agent_memories": memories.get(AgentMemory._meta.label, 0),
+        "memory_versions": memories.get(AgentMemoryVersion._meta.label, 0),
+        "places": places.get(Place._meta.label, 0),
+        "place_mentions": places.get(PlaceMention._meta.label, 0),
+    }

@@ -4,7 +4,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
@@ -115,3 +115,95 @@ def archived_chunks_for_conversation(*, conversation: Conversation) -> QuerySet[
         .defer("embedding")
         .order_by("message_range_start")
     )
+
+
+# --- The caller's own data (GET /api/me/data) ------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def user_data_export(user: AbstractBaseUser) -> dict:
+    """Every conversation of the user (also in legacies they have left) with its session state,
+    messages, rolling summaries and archived chunks, JSON-ready. Chunks come without their
+    embedding vectors (derived from the content, and not readable). Four queries, whatever the
+    number of rows."""
+    conversations = (
+        Conversation.objects.filter(user=user)
+        .prefetch_related(
+            Prefetch("messages", queryset=Message.objects.order_by("sequence")),
+            Prefetch(
+                "memories",
+                queryset=ConversationMemory.objects.order_by("created_at", "end_sequence", "id"),
+            ),
+            Prefetch(
+                "chunks",
+                queryset=ConversationChunk.objects.defer("embedding").order_by(
+                    "message_range_start"
+                ),
+            ),
+        )
+        .order_by("created_at", "id")
+    )
+    return {
+        "conversations": [
+            {
+                "id": str(conversation.id),
+                "legacy_id": str(conversation.legacy_id),
+                "title": conversation.title,
+                "persona": conversation.persona,
+                "created_at": _iso(conversation.created_at),
+                "updated_at": _iso(conversation.updated_at),
+                "last_message_at": _iso(conversation.last_message_at),
+                "closed_at": _iso(conversation.closed_at),
+                "session_state": {
+                    "status": conversation.status,
+                    "active_topics": conversation.active_topics,
+                    "open_loops": conversation.open_loops,
+                    "pending_clarifications": conversation.pending_clarifications,
+                    "last_intent": conversation.last_intent,
+                    "turn_count": conversation.turn_count,
+                },
+                "messages": [
+                    {
+                        "id": str(message.id),
+                        "sequence": message.sequence,
+                        "role": message.role,
+                        "content": message.content,
+                        "token_count": message.token_count,
+                        "metadata": message.metadata,
+                        "idempotency_key": message.idempotency_key,
+                        "created_at": _iso(message.created_at),
+                    }
+                    for message in conversation.messages.all()
+                ],
+                "summaries": [
+                    {
+                        "id": str(memory.id),
+                        "memory_text": memory.memory_text,
+                        "start_sequence": memory.start_sequence,
+                        "end_sequence": memory.end_sequence,
+                        "base_memory_id": str(memory.base_memory_id) if memory.base_memory_id else None,
+                        "status": memory.status,
+                        "generation_time_ms": memory.generation_time_ms,
+                        "error": memory.error,
+                        "created_at": _iso(memory.created_at),
+                        "updated_at": _iso(memory.updated_at),
+                    }
+                    for memory in conversation.memories.all()
+                ],
+                "chunks": [
+                    {
+                        "id": str(chunk.id),
+                        "content": chunk.content,
+                        "message_range_start": chunk.message_range_start,
+                        "message_range_end": chunk.message_range_end,
+                        "created_at": _iso(chunk.created_at),
+                    }
+                    for chunk in conversation.chunks.all()
+                ],
+            }
+            for conversation in conversations
+        ],
+    }

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import tasks
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.ai import count_tokens
@@ -150,3 +150,24 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
     conversation.status = locked.status
     conversation.closed_at = locked.closed_at
     return conversation
+
+
+# --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------
+
+
+def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
+    """Delete every conversation of the user with its messages, rolling summaries and archived
+    chunks (also those in legacies the user has left). Facts, memory versions and place
+    mentions that came from them keep their other data and lose the link (SET NULL).
+    Returns the counts per kind."""
+    with transaction.atomic():
+        _, deleted = Conversation.objects.filter(user=user).delete()
+        # A chunk names its user as well as its conversation; none may outlive the erase.
+        _, stray = ConversationChunk.objects.filter(user=user).delete()
+    return {
+        "conversations": deleted.get(Conversation._meta.label, 0),
+        "messages": deleted.get(Message._meta.label, 0),
+        "summaries": deleted.get(ConversationMemory._meta.label, 0),
+        "chunks": deleted.get(ConversationChunk._meta.label, 0)
+        + stray.get(ConversationChunk._meta.label, 0),
+    }

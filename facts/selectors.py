@@ -143,3 +143,52 @@ def format_facts_for_prompt(facts: Iterable[LegacyFact], *, legacy_name: str) ->
         + "\n".join(lines)
         + f"\n</{FACTS_FENCE}>\n"
     )
+
+
+# --- The caller's own data (GET /api/me/data) ------------------------------------------------
+
+
+def user_data_export(user: AbstractBaseUser) -> dict:
+    """The user's memberships and every fact they authored, JSON-ready.
+
+    Nothing of anyone else: not the other members of a legacy, not their facts, shared or not.
+    Two queries, whatever the number of rows.
+    """
+    memberships = (
+        LegacyMembership.objects.filter(user=user)
+        .select_related("legacy")
+        .order_by("joined_at", "id")
+    )
+    facts = LegacyFact.objects.filter(user=user).select_related("legacy").order_by(
+        "extracted_at", "id"
+    )
+    return {
+        "memberships": [
+            {
+                "legacy_id": str(membership.legacy_id),
+                "legacy_name": membership.legacy.name,
+                "role": membership.role,
+                "joined_at": membership.joined_at.isoformat(),
+                "created_the_legacy": membership.legacy.created_by_id == user.pk,
+            }
+            for membership in memberships
+        ],
+        "facts": [
+            {
+                "id": str(fact.id),
+                "legacy_id": str(fact.legacy_id),
+                "legacy_name": fact.legacy.name,
+                "category": fact.category,
+                "content": fact.content,
+                "visibility": fact.visibility,
+                "source_conversation_id": (
+                    str(fact.source_conversation_id) if fact.source_conversation_id else None
+                ),
+                "source_range_start": fact.source_range_start,
+                "source_range_end": fact.source_range_end,
+                "extracted_at": fact.extracted_at.isoformat(),
+                "updated_at": fact.updated_at.isoformat(),
+            }
+            for fact in facts
+        ],
+    }

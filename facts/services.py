@@ -225,3 +225,68 @@ def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         LegacyFact.objects.filter(pk=fact.pk).delete()
+
+
+# --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------
+
+
+def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
+    """Erase the facts the user authored and their memberships; hand on or delete their legacies.
+
+    A legacy the user belongs to (or created) that has other members stays. If the user was
+    an owner and no other owner remains, the longest-standing other member becomes owner;
+    `created_by` (a PROTECT key) moves to the longest-standing remaining owner, so that
+    support can delete the account afterwards. A legacy with no other member is deleted
+    with everything in it. Erase the user's conversations first (memory_site.me does): this
+    service knows nothing of them. Returns the number of rows erased or changed per kind.
+    """
+    owner = LegacyMembership.Role.OWNER
+    with transaction.atomic():
+        member_of = LegacyMembership.objects.filter(user=user).values_list("legacy_id", flat=True)
+        created = Legacy.objects.filter(created_by=user).values_list("pk", flat=True)
+        # Row locks taken in one order: two members erasing at once cannot each hand the
+        # legacy to the other and leave it with nobody.
+        legacies = list(
+            Legacy.objects.select_for_update()
+            .filter(pk__in={*member_of, *created})
+            .order_by("pk")
+        )
+        own_roles = dict(
+            LegacyMembership.objects.filter(user=user).values_list("legacy_id", "role")
+        )
+        others: dict[object, list[LegacyMembership]] = {}
+        for membership in (
+            LegacyMembership.objects.filter(legacy__in=legacies)
+            .exclude(user=user)
+            .order_by("joined_at", "id")
+        ):
+            others.setdefault(membership.legacy_id, []).append(membership)
+        facts, _ = LegacyFact.objects.filter(user=user).delete()
+        memberships, _ = LegacyMembership.objects.filter(user=user).delete()
+        deleted: list[object] = []
+        transferred = 0
+        for legacy in legacies:
+            remaining = others.get(legacy.pk)
+            if not remaining:
+                deleted.append(legacy.pk)
+                continue
+            owners = [m for m in remaining if m.role == owner]
+            handed_on = False
+            if own_roles.get(legacy.pk) == owner and not owners:
+                heir = remaining[0]
+                heir.role = owner
+                heir.save(update_fields=["role"])
+                owners = [heir]
+                handed_on = True
+            if legacy.created_by_id == user.pk:
+                legacy.created_by_id = (owners or remaining)[0].user_id
+                legacy.save(update_fields=["created_by"])
+                handed_on = True
+            transferred += handed_on
+        Legacy.objects.filter(pk__in=deleted).delete()
+    return {
+        "facts": facts,
+        "memberships": memberships,
+        "legacies_deleted": len(deleted),
+        "legacies_transferred": transferred,
+    }

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memory_site import views
+from memory_site import me, views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("conversations.api_urls")),
     path("api/", include("conversations.agent_api_urls")),
     path("api/", include("agent_memory.api_urls")),
+    path("api/me/data", me.MyDataApi.as_view(), name="me-data"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(template_name="registration/login.html"),
