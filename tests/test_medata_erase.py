@@ -121,6 +121,9 @@ def test_ownership_passes_to_the_longest_standing_other_member(world):
         format="json",
     )
     assert response.status_code == 201
+    # Nothing points at the erased account any more (created_by is PROTECT): support can
+    # delete it.
+    family.owner.delete()
 
 
 def test_with_another_owner_that_owner_takes_over_and_nobody_is_promoted(world):
@@ -139,6 +142,20 @@ def test_with_another_owner_that_owner_takes_over_and_nobody_is_promoted(world):
     assert set(
         LegacyMembership.objects.filter(legacy=family.legacy).values_list("user__username", "role")
     ) == {("member", "member"), ("coowner", "owner")}
+
+
+def test_a_legacy_the_caller_created_but_left_is_handed_to_its_owner(family):
+    # Support removed the creator's membership; created_by (PROTECT) still names them.
+    LegacyMembership.objects.filter(legacy=family.legacy, user=family.owner).delete()
+    LegacyMembership.objects.filter(legacy=family.legacy, user=family.member).update(role="owner")
+
+    response = api_client_for(family.owner).delete("/api/me/data")
+
+    assert response.json()["erased"] == {**ZERO, "legacies_transferred": 1, "api_tokens": 1}
+    family.legacy.refresh_from_db()
+    assert family.legacy.created_by == family.member
+    assert list(LegacyMembership.objects.filter(legacy=family.legacy).values_list(
+        "user__username", "role")) == [("member", "owner")]
 
 
 def test_a_member_who_erases_leaves_the_owner_and_legacy_as_they_were(world):
