@@ -97,7 +97,8 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
                                  arguments=json.dumps(request, sort_keys=True))],
         )
     memories = [line for line in _fenced(system, "memory-data") if line.startswith("- [id:")]
-    facts = _fenced(system, "legacy_facts")
+    # One `- [category] …` line per fact; the block's `Person:` line names the legacy.
+    facts = [line for line in _fenced(system, "legacy_facts") if line.startswith("- [")]
     earlier = _fenced(system, "earlier_conversations")
     summary = _fenced(system, "conversation_summary")
     sentences = [
