@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
+from conversations.models import Message
 from facts.models import Legacy, LegacyFact, LegacyMembership
 
 
@@ -106,6 +107,27 @@ def fact_for_author(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:
     if fact.user_id != user.pk:
         raise PermissionDenied("Only the fact's author can change it.")
     return fact
+
+
+def fact_source_messages(*, fact: LegacyFact) -> QuerySet[Message]:
+    """What the user and the agent said in the fact's source range (end exclusive) of its source
+    conversation, and nothing else of that conversation; nothing without a recorded range.
+
+    The fact must come from a selector that checked the caller may see it (fact_for_user):
+    its source is then shown to whoever may see the fact, though the conversation is its
+    author's alone. Tool and system messages (memory reads, say) are left out."""
+    if None in (fact.source_conversation_id, fact.source_range_start, fact.source_range_end):
+        return Message.objects.none()
+    return Message.objects.filter(
+        conversation_id=fact.source_conversation_id,
+        # Facts come from their author's own conversations about the legacy: a source that is
+        # anyone else's shows nothing, whatever the row says.
+        conversation__user_id=fact.user_id,
+        conversation__legacy_id=fact.legacy_id,
+        sequence__gte=fact.source_range_start,
+        sequence__lt=fact.source_range_end,
+        role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+    ).order_by("sequence")
 
 
 FACTS_FENCE = "legacy_facts"

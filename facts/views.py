@@ -124,6 +124,23 @@ def fact_row(request: HttpRequest, fact_id: str) -> HttpResponse:
 
 
 @login_required
+@require_GET
+def fact_source(request: HttpRequest, fact_id: str) -> HttpResponse:
+    """Where a fact came from, for anyone who may see the fact: the fact, its author, and the
+    messages of its source range only; the rest of the conversation stays its author's."""
+    fact = selectors.fact_for_user(user=request.user, fact_id=fact_id)
+    return render(
+        request,
+        "facts/fact_source.html",
+        {
+            "fact": fact,
+            "messages_list": selectors.fact_source_messages(fact=fact),
+            "is_mine": fact.user_id == request.user.pk,
+        },
+    )
+
+
+@login_required
 @require_POST
 def fact_visibility(request: HttpRequest, fact_id: str) -> HttpResponse:
     fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
