@@ -128,8 +128,8 @@ def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     except TurnInProgress as exc:
         error = f"{exc} Wait for its reply, then reload the page."
     if request.htmx:
-        return _conversation_page(request, conversation, error=error,
-                                  status=400 if error else 200, used=used)
+        # 200 even for an error: htmx does not swap a 4xx answer, so the error would never show.
+        return _conversation_page(request, conversation, error=error, used=used)
     if error:
         flash.error(request, error)
     return redirect("chat:conversation", conversation_id=conversation.pk)

@@ -52,8 +52,20 @@ def test_an_empty_message_is_an_error_in_place(family, browser):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     response = browser.post(f"/chat/{conversation.pk}/send", {"content": " "},
                             HTTP_HX_REQUEST="true")
-    assert response.status_code == 400
-    assert "A message needs some content." in response.content.decode()
+    # 200, not 400: htmx swaps only 2xx answers, and the error must show in place.
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<html" not in body
+    assert '<p class="error" role="alert">A message needs some content.</p>' in body
+    assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def test_an_empty_message_without_javascript_redirects_with_the_error(family, browser):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    response = browser.post(f"/chat/{conversation.pk}/send", {"content": " "})
+    assert response.status_code == 302
+    assert response["Location"] == f"/chat/{conversation.pk}"
+    assert "A message needs some content." in browser.get(response["Location"]).content.decode()
     assert not Message.objects.filter(conversation=conversation).exists()
 
 

@@ -60,6 +60,12 @@ def test_a_new_user_talks_and_sees_the_context_beside_the_reply(browser, live_se
     page.get_by_role("button", name="Start a new conversation").click()
     expect(page.get_by_role("heading", name="At the lake")).to_be_visible()
 
+    # An empty message is an error shown in place (htmx swaps only 2xx answers).
+    page.get_by_label("Your message").fill("   ")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("alert")).to_have_text("A message needs some content.")
+    assert Message.objects.filter(conversation__title="At the lake").count() == 0
+
     page.get_by_label("Your message").fill("Remember that my sister Anna always brought the boat.")
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".chat-message.assistant")).to_contain_text("Noted — I'll remember that")
