@@ -13,10 +13,15 @@ from facts.models import Legacy, LegacyFact, LegacyMembership
 
 
 def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
-    """The legacies `user` is a member of (owner or member)."""
+    """The legacies `user` is a member of (owner or member), with their creator loaded (the API
+    shows it for each)."""
     if not user.is_authenticated:
         return Legacy.objects.none()
-    return Legacy.objects.filter(memberships__user=user).annotate(my_role=F("memberships__role"))
+    return (
+        Legacy.objects.filter(memberships__user=user)
+        .annotate(my_role=F("memberships__role"))
+        .select_related("created_by")
+    )
 
 
 def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:

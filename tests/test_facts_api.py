@@ -4,12 +4,20 @@ authorization matrix of every fact route."""
 import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.fields import DateTimeField
 
 from conversations.models import Conversation
 from facts.models import LegacyFact
 from tests.conftest import api_client_for
-from tests.factories import ConversationFactory, LegacyFactFactory
+from tests.factories import (
+    ConversationFactory,
+    LegacyFactFactory,
+    LegacyFactory,
+    MembershipFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -434,3 +442,24 @@ def test_legacy_fact_routes_let_every_member_through(family, facts, method, stat
         f"/api/ai/legacies/{family.legacy.pk}/facts", body if method == "post" else None,
     )
     assert response.status_code == status
+
+
+# --- Query counts ------------------------------------------------------------------------------
+
+
+def test_listing_legacies_takes_as_many_queries_for_six_as_for_one(
+    family, django_assert_num_queries
+):
+    client = api_client_for(family.member)
+    with CaptureQueriesContext(connection) as one:
+        response = client.get("/api/legacies")
+    assert [legacy["created_by"] for legacy in response.json()["legacies"]] == ["owner"]
+
+    for n in range(5):
+        legacy = LegacyFactory(name=f"Legacy {n}", created_by=UserFactory(username=f"creator{n}"))
+        MembershipFactory(legacy=legacy, user=family.member)
+    with django_assert_num_queries(len(one)):
+        response = client.get("/api/legacies")
+    assert [legacy["created_by"] for legacy in response.json()["legacies"]] == [
+        "creator0", "creator1", "creator2", "creator3", "creator4", "owner",
+    ]
