@@ -69,14 +69,10 @@ def chat_home(request: HttpRequest) -> HttpResponse:
     chosen = None
     conversations = []
     if legacy_id := request.GET.get("legacy"):
-        try:
-            chosen = legacy_for_member(user=request.user, legacy_id=legacy_id)
-        except (ValidationError, ValueError):
-            chosen = None
-        if chosen is not None:
-            conversations = selectors.conversations_for_user(request.user).filter(
-                legacy=chosen
-            ).order_by("-created_at")
+        chosen = legacy_for_member(user=request.user, legacy_id=legacy_id)
+        conversations = selectors.conversations_for_user(request.user).filter(
+            legacy=chosen
+        ).order_by("-created_at")
     return render(request, "chat/home.html", {
         "legacies": legacies, "chosen": chosen, "conversations": conversations,
     })

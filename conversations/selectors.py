@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -19,10 +20,14 @@ def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
 
 
 def conversation_for_user(*, user: AbstractBaseUser, conversation_id: object) -> Conversation:
-    """The conversation if it is the user's; otherwise Http404, as if it did not exist."""
-    conversation = (
-        conversations_for_user(user).select_related("legacy").filter(pk=conversation_id).first()
-    )
+    """The conversation if it is the user's; otherwise Http404, as if it did not exist (also
+    for an id that is not a UUID)."""
+    try:
+        conversation = (
+            conversations_for_user(user).select_related("legacy").filter(pk=conversation_id).first()
+        )
+    except (ValidationError, ValueError):
+        raise Http404("conversation not found") from None
     if conversation is None:
         raise Http404("conversation not found")
     return conversation

@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
@@ -25,8 +25,12 @@ def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
 
 
 def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
-    """The legacy if `user` is a member; otherwise Http404, the same as if it did not exist."""
-    legacy = legacies_for_user(user).filter(pk=legacy_id).first()
+    """The legacy if `user` is a member; otherwise Http404, the same as if it did not exist
+    (also for an id that is not a UUID)."""
+    try:
+        legacy = legacies_for_user(user).filter(pk=legacy_id).first()
+    except (ValidationError, ValueError):
+        raise Http404("legacy not found") from None
     if legacy is None:
         raise Http404("legacy not found")
     return legacy

@@ -4,11 +4,14 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import connections
+from django.http import Http404
 
 from agent_memory.services import memory_create
 from conversations.context import build_context
 from conversations.models import Conversation, ConversationMemory
+from conversations.selectors import conversation_for_user
 from conversations.services import message_append
+from facts.selectors import legacy_for_member
 from tests.agentside_support import chunk_for
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, LegacyFactFactory, LegacyFactory
@@ -164,3 +167,22 @@ def test_a_canary_of_other_families_and_users_never_leaks(family, owner_client, 
         assert response.status_code in (200, 201)
         assert CANARY.split()[0] not in response.content.decode()
     assert search.json()["total"] > 0  # my own rows were searched; none carried the canary
+
+
+@pytest.mark.parametrize("bad_id", ["not-a-uuid", "12345", ""])
+def test_the_scoped_selectors_answer_404_for_a_malformed_id(family, bad_id):
+    with pytest.raises(Http404):
+        conversation_for_user(user=family.owner, conversation_id=bad_id)
+    with pytest.raises(Http404):
+        legacy_for_member(user=family.owner, legacy_id=bad_id)
+
+
+@pytest.mark.parametrize("path", [
+    "/api/ai/conversations/not-a-uuid/context",
+    "/api/ai/conversations/not-a-uuid/checkpoint",
+    "/api/ai/legacies/not-a-uuid/search?q=lake",
+])
+def test_a_malformed_id_in_the_api_is_a_404(owner_client, path):
+    response = owner_client.get(path)
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found.", "code": "not_found"}

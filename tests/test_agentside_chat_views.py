@@ -82,3 +82,10 @@ def test_someone_elses_conversation_is_a_404(family, who):
 def test_anonymous_is_sent_to_sign_in(family):
     response = Client().get("/chat")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("legacy_id", ["not-a-uuid", "12345", "00000000-0000-0000-0000-00000000000g"])
+def test_a_malformed_legacy_id_is_a_404_not_a_500(family, browser, legacy_id):
+    assert browser.post("/chat/start", {"legacy_id": legacy_id, "title": "x"}).status_code == 404
+    assert browser.get("/chat", {"legacy": legacy_id}).status_code == 404
+    assert not Conversation.objects.exists()
