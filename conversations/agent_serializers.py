@@ -127,13 +127,15 @@ class TurnInputSerializer(serializers.Serializer):
 
 def turn_payload(result: TurnResult) -> dict[str, Any]:
     packet = result.packet
+    # A replayed turn answers the context the reply was given, saved with it.
+    saved = result.assistant_message.metadata
     return {
         "reply": result.assistant_message.content,
         "user_message": MessageSerializer(result.user_message).data,
         "assistant_message": MessageSerializer(result.assistant_message).data,
         "tool_calls": result.tool_calls,
-        "token_counts": packet.token_counts() if packet else None,
-        "cuts": packet.cuts if packet else [],
-        "warnings": packet.warnings if packet else [],
+        "token_counts": packet.token_counts() if packet else saved.get("token_counts"),
+        "cuts": packet.cuts if packet else saved.get("cuts", []),
+        "warnings": packet.warnings if packet else saved.get("warnings", []),
         "replayed": result.replayed,
     }

@@ -215,6 +215,9 @@ def _turn_locked(
             _replay(chat, batch)
 
     reply_key = f"{idempotency_key}:reply" if idempotency_key else None
+    # Saved with the reply, so that a retry answering it reports the context it was given.
+    context = {"token_counts": packet.token_counts(), "cuts": packet.cuts,
+               "warnings": packet.warnings}
     try:
         assistant_message, _ = message_append(
             conversation=conversation, role=Message.Role.ASSISTANT,
@@ -223,6 +226,7 @@ def _turn_locked(
                 "reply_to": user_message.sequence,
                 "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
                 "provider": llm.name,
+                **context,
             },
             idempotency_key=reply_key,
         )
@@ -233,7 +237,7 @@ def _turn_locked(
             content=reply.content[: settings.MESSAGE_MAX_CHARS],
             metadata={"reply_to": user_message.sequence, "truncated": True,
                       "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
-                      "provider": llm.name},
+                      "provider": llm.name, **context},
             idempotency_key=reply_key,
         )
     return TurnResult(

@@ -55,7 +55,10 @@ def test_an_offline_turn_saves_both_messages_and_answers_honestly(family, owner_
     saved = list(Message.objects.filter(conversation=conversation).order_by("sequence"))
     assert [(m.sequence, m.role) for m in saved] == [(0, "user"), (1, "assistant")]
     assert saved[1].content == body["reply"]
-    assert saved[1].metadata == {"reply_to": 0, "tool_calls": [], "provider": "extractive"}
+    assert saved[1].metadata == {
+        "reply_to": 0, "tool_calls": [], "provider": "extractive",
+        "token_counts": body["token_counts"], "cuts": [], "warnings": [],
+    }
     assert body["user_message"]["id"] == str(saved[0].pk)
     assert body["assistant_message"]["id"] == str(saved[1].pk)
 
@@ -133,6 +136,29 @@ def test_a_retry_with_the_same_key_answers_the_saved_reply(owner_client, convers
     assert again.json()["replayed"] is True
     assert again.json()["assistant_message"] == first.json()["assistant_message"]
     assert Message.objects.filter(conversation=conversation).count() == 2
+    # The replay reports the context the saved reply was given, not null.
+    assert again.json()["token_counts"] == first.json()["token_counts"]
+    assert again.json()["token_counts"]["total"] > 0
+    assert (again.json()["cuts"], again.json()["warnings"]) == (first.json()["cuts"],
+                                                                first.json()["warnings"])
+
+
+def test_a_replay_reports_the_cuts_the_saved_reply_was_given(owner_client, conversation,
+                                                              settings):
+    headers = {"HTTP_IDEMPOTENCY_KEY": "turn-tight"}
+    long_message = "Rose kept bees behind the lake house. " * 400
+    settings.CONTEXT_TOKEN_BUDGET = 1500
+    first = owner_client.post(_url(conversation), {"content": long_message}, format="json",
+                              **headers)
+    settings.CONTEXT_TOKEN_BUDGET = 8000
+    again = owner_client.post(_url(conversation), {"content": long_message}, format="json",
+                              **headers)
+
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["cuts"][-1]["part"] == "latest_message"
+    assert again.json()["cuts"] == first.json()["cuts"]
+    assert again.json()["token_counts"] == first.json()["token_counts"]
+    assert again.json()["token_counts"]["budget"] == 1500
 
 
 def test_a_key_reused_for_other_content_is_a_409(owner_client, conversation):
