@@ -36,12 +36,6 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
     return legacy
 
 
-def membership_for(*, user: AbstractBaseUser, legacy: Legacy) -> LegacyMembership | None:
-    if not user.is_authenticated:
-        return None
-    return LegacyMembership.objects.filter(user=user, legacy=legacy).first()
-
-
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
     return legacy.memberships.select_related("user").order_by("joined_at")
 
