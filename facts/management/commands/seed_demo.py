@@ -8,7 +8,9 @@ from rest_framework.authtoken.models import Token
 from agent_memory import demo as agent_memory_demo
 from conversations import demo as conversations_demo
 from facts import demo as facts_demo
-from facts.models import Legacy, LegacyMembership
+from facts.models import LegacyMembership
+from facts.selectors import legacies_for_user, legacy_members
+from facts.services import legacy_create, legacy_member_add
 
 DEMO_PASSWORD = "memory-demo-2026"
 DEMO_LEGACY = "Rose Whitfield"
@@ -41,13 +43,15 @@ class Command(BaseCommand):
                     user.save(update_fields=["password"])
                 users[username] = user
             owner = users["alice"]
-            legacy = Legacy.objects.filter(name=DEMO_LEGACY, created_by=owner).first()
+            legacy = legacies_for_user(owner).filter(name=DEMO_LEGACY, created_by=owner).first()
             if legacy is None:
-                legacy = Legacy.objects.create(name=DEMO_LEGACY, created_by=owner)
+                legacy = legacy_create(user=owner, name=DEMO_LEGACY)
+            members = set(legacy_members(legacy=legacy).values_list("user__username", flat=True))
             for username, _, _, role in DEMO_USERS:
-                LegacyMembership.objects.get_or_create(
-                    legacy=legacy, user=users[username], defaults={"role": role}
-                )
+                if username not in members:
+                    legacy_member_add(
+                        legacy=legacy, added_by=owner, username=username, role=role
+                    )
             tokens = {name: Token.objects.get_or_create(user=u)[0].key for name, u in users.items()}
             # Conversations first: facts and memories point at the demo conversations.
             report = []
