@@ -57,9 +57,6 @@ class LegacyMemberCreateApi(APIView):
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
-DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
-
-
 class LegacyFactListCreateApi(APIView):
     """My facts about a legacy plus every member's shared ones; add one by hand."""
 
@@ -102,7 +99,7 @@ class LegacyFactListCreateApi(APIView):
             fact, context={"request": request, "duplicate": not created}
         ).data
         if not created:
-            body["message"] = DUPLICATE_MESSAGE
+            body["message"] = services.DUPLICATE_MESSAGE
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

@@ -63,6 +63,34 @@ def _words(content: str) -> set[str]:
     return set(normalize_fact_text(content).split())
 
 
+# What a person adding a fact they already have is told (the facts page and the API).
+DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
+
+
+def _fold_whitespace(content: str) -> str:
+    return " ".join(content.split())
+
+
+def _validate_fact_fields(
+    *, category: str | None = None, content: str | None = None, visibility: str | None = None
+) -> None:
+    """The rules of a fact's fields, for the fields given (None: not being set), with every
+    broken rule in one ValidationError. `content` is checked as given: fold it first."""
+    errors: dict[str, list[str]] = {}
+    if category is not None and category not in LegacyFact.Category.values:
+        errors["category"] = [f"Must be one of: {', '.join(LegacyFact.Category.values)}."]
+    if content is not None and not (
+        settings.FACT_MIN_CHARS <= len(content) <= settings.FACT_MAX_CHARS
+    ):
+        errors["content"] = [
+            f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
+        ]
+    if visibility is not None and visibility not in LegacyFact.Visibility.values:
+        errors["visibility"] = ["Must be private or shared."]
+    if errors:
+        raise ValidationError(errors)
+
+
 def _lock_author_facts(*, legacy_id: object, user_id: object) -> None:
     """Until the transaction ends, be the only writer of one author's facts about a legacy, so
     that a duplicate check and the write after it are one step for racing writers (two archive
@@ -120,18 +148,8 @@ def fact_create(
     written. Used by the extraction pipeline and by people adding facts by hand. Call
     it inside the caller's transaction when the fact is part of a larger write.
     """
-    content = " ".join((content or "").split())
-    errors: dict[str, list[str]] = {}
-    if category not in LegacyFact.Category.values:
-        errors["category"] = [f"Must be one of: {', '.join(LegacyFact.Category.values)}."]
-    if not settings.FACT_MIN_CHARS <= len(content) <= settings.FACT_MAX_CHARS:
-        errors["content"] = [
-            f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
-        ]
-    if visibility not in LegacyFact.Visibility.values:
-        errors["visibility"] = ["Must be private or shared."]
-    if errors:
-        raise ValidationError(errors)
+    content = _fold_whitespace(content or "")
+    _validate_fact_fields(category=category, content=content, visibility=visibility)
     with transaction.atomic():
         _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
         duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content)
@@ -172,19 +190,11 @@ def fact_update(
     for bad input, and writes nothing in either case.
     """
     _require_author(fact=fact, user=user)
-    errors: dict[str, list[str]] = {}
     if content is None and category is None:
         raise ValidationError({"non_field_errors": ["Give a new content or category."]})
-    if category is not None and category not in LegacyFact.Category.values:
-        errors["category"] = [f"Must be one of: {', '.join(LegacyFact.Category.values)}."]
     if content is not None:
-        content = " ".join(content.split())
-        if not settings.FACT_MIN_CHARS <= len(content) <= settings.FACT_MAX_CHARS:
-            errors["content"] = [
-                f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
-            ]
-    if errors:
-        raise ValidationError(errors)
+        content = _fold_whitespace(content)
+    _validate_fact_fields(category=category, content=content)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
         fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
@@ -210,8 +220,7 @@ def fact_set_visibility(
 ) -> LegacyFact:
     """The author shares a fact with every member of the legacy, or makes it private again."""
     _require_author(fact=fact, user=user)
-    if visibility not in LegacyFact.Visibility.values:
-        raise ValidationError({"visibility": ["Must be private or shared."]})
+    _validate_fact_fields(visibility=visibility)
     with transaction.atomic():
         fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
         if fact.visibility != visibility:

@@ -12,8 +12,6 @@ from facts import selectors, services
 from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
 
-DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
-
 
 def _first_errors(exc: ValidationError) -> dict[str, str]:
     if not hasattr(exc, "error_dict"):
@@ -109,7 +107,7 @@ def fact_add(request: HttpRequest, legacy_id: str) -> HttpResponse:
     if created:
         messages.success(request, "Fact added. Only you can see it until you share it.")
     else:
-        messages.info(request, DUPLICATE_MESSAGE)
+        messages.info(request, services.DUPLICATE_MESSAGE)
     return redirect(_facts_url(legacy.pk, fact))
 
 

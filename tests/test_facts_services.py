@@ -254,6 +254,28 @@ def test_fact_create_returns_the_existing_fact_for_a_duplicate_of_mine_only(fami
     assert LegacyFact.objects.count() == 2
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"content": "  ab  "},
+        {"content": "x" * 501},
+        {"category": "gossip"},
+        {"category": "", "content": "\n"},
+    ],
+)
+def test_create_and_update_apply_the_same_field_rules(family, fields):
+    fact = LegacyFactFactory(legacy=family.legacy, user=family.owner, content="She baked bread.")
+    with pytest.raises(ValidationError) as on_update:
+        services.fact_update(fact=fact, user=family.owner, **fields)
+    with pytest.raises(ValidationError) as on_create:
+        services.fact_create(
+            legacy=family.legacy, user=family.owner,
+            **{"category": "hobby", "content": "She baked rye bread.", **fields},
+        )
+    assert on_create.value.message_dict == on_update.value.message_dict
+    assert LegacyFact.objects.count() == 1
+
+
 # --- Lookups by id ---------------------------------------------------------------------------
 
 
