@@ -88,6 +88,25 @@ def test_the_checkpoint_is_derived_from_the_database(owner_client, conversation)
     assert delta["base_memory_text"] == "They began with the lighthouse."
 
 
+def test_the_summary_delta_starts_where_the_window_does_when_it_moved_past_the_base(
+    owner_client, conversation
+):
+    base = ConversationMemory.objects.get(conversation=conversation, end_sequence=3)
+    ConversationMemory.objects.create(
+        conversation=conversation, memory_text="The keeper's lamp.", start_sequence=6,
+        end_sequence=7, status="completed", base_memory=base,
+    )
+
+    delta = owner_client.get(f"/api/ai/conversations/{conversation.pk}/checkpoint").json()[
+        "summary_delta"
+    ]
+
+    # Built from messages 6-7 (the window), not 4-7: 4 and 5 were never read.
+    assert (delta["start_sequence"], delta["end_sequence"], delta["new_from_sequence"],
+            delta["dropped_before_sequence"]) == (6, 7, 6, 6)
+    assert delta["base_memory_id"] == str(base.pk)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_reopened_conversation_gets_the_same_context_after_every_process_restarted(
     family, conversation
