@@ -36,11 +36,23 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
+    """View only: the log is append-only, and summaries, chunks, facts and tool replays refer to
+    messages by sequence, so an edit or a deletion here would silently falsify them."""
+
     list_display = ["conversation", "sequence", "role", "token_count", "created_at"]
     list_filter = ["role", "created_at"]
     search_fields = ["content", "conversation__id", "conversation__user__username"]
     raw_id_fields = ["conversation"]
     list_select_related = ["conversation"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
