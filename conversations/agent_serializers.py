@@ -115,14 +115,8 @@ def context_payload(packet: ContextPacket) -> dict[str, Any]:
 
 
 class TurnInputSerializer(serializers.Serializer):
-    content = serializers.CharField(trim_whitespace=False)
-
-    def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("A message needs some content.")
-        if len(value) > settings.MESSAGE_MAX_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MESSAGE_MAX_CHARS} characters.")
-        return value
+    # Emptiness and length are checked by conversations.services.validate_message_content.
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
 
 
 def turn_payload(result: TurnResult) -> dict[str, Any]:

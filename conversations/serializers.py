@@ -1,6 +1,5 @@
 """Serializers of the conversations API."""
 
-from django.conf import settings
 from rest_framework import serializers
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
@@ -8,20 +7,9 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 
 class ConversationInputSerializer(serializers.Serializer):
     legacy_id = serializers.UUIDField()
+    # Lengths are checked by conversations.services.conversation_create.
     title = serializers.CharField(required=False, allow_blank=True, default="")
     persona = serializers.CharField(required=False, allow_blank=True, default="")
-
-    def validate_title(self, value: str) -> str:
-        if len(value) > settings.CONVERSATION_TITLE_MAX_CHARS:
-            raise serializers.ValidationError(
-                f"At most {settings.CONVERSATION_TITLE_MAX_CHARS} characters."
-            )
-        return value
-
-    def validate_persona(self, value: str) -> str:
-        if len(value) > settings.PERSONA_MAX_CHARS:
-            raise serializers.ValidationError(f"At most {settings.PERSONA_MAX_CHARS} characters.")
-        return value
 
 
 class ConversationSerializer(serializers.ModelSerializer):
@@ -56,14 +44,8 @@ class ConversationDetailSerializer(ConversationSerializer):
 
 class MessageInputSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Message.Role.choices)
-    content = serializers.CharField(trim_whitespace=False)
-
-    def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("A message needs some content.")
-        if len(value) > settings.MESSAGE_MAX_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MESSAGE_MAX_CHARS} characters.")
-        return value
+    # Emptiness and length are checked by conversations.services.validate_message_content.
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
 
 
 class MessageSerializer(serializers.ModelSerializer):

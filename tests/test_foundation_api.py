@@ -236,3 +236,20 @@ def test_anonymous_requests_are_401_with_a_token_challenge(anon_client):
     assert response.json() == {
         "detail": "Authentication credentials were not provided.", "code": "not_authenticated",
     }
+
+
+def test_an_oversized_title_or_persona_is_a_400_and_nothing_is_written(owner_client, family,
+                                                                       settings):
+    settings.CONVERSATION_TITLE_MAX_CHARS = 10
+    settings.PERSONA_MAX_CHARS = 20
+    before = _state()
+    response = owner_client.post(
+        "/api/ai/conversations",
+        {"legacy_id": str(family.legacy.pk), "title": "x" * 11, "persona": "y" * 21},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == {
+        "title": ["At most 10 characters."], "persona": ["At most 20 characters."],
+    }
+    assert _state() == before
