@@ -10,6 +10,9 @@ from memory_site.settings import *  # noqa: F403
 from memory_site.settings import DATABASES, Q_CLUSTER
 
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("MEMORY_TEST_DB", "test_legacy_memory")}
+# The live server answers from short-lived threads: close each request's connection instead
+# of keeping it for reuse, so none outlives its thread and blocks dropping the test database.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 LOG_LEVEL = "WARNING"

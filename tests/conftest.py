@@ -69,3 +69,28 @@ def openai_server():
     server = FakeOpenAIServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian chromium for every browser test, driven by Playwright."""
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_support import CHROMIUM, CHROMIUM_ARGS
+
+    # Playwright's sync API keeps an event loop in this thread; the tests' own ORM calls are
+    # still synchronous and safe.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous

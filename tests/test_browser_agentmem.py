@@ -1,54 +1,18 @@
 """Real-browser tests of the memories dashboard: Playwright drives Debian's chromium against
 the live server. Saves docs/screenshots/memories-page.png and memory-history.png."""
 
-import os
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import expect
 
 from agent_memory import services
 from agent_memory.models import AgentMemory, AgentMemoryVersion
+from tests.browser_support import SCREENSHOTS, sign_in
 from tests.factories import ConversationFactory, LegacyFactory, UserFactory
 
-# Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-# still synchronous and safe.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
-PASSWORD = "pw-for-tests"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Browser:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-def _sign_in(browser: Browser, live_server, username: str, **context_options) -> Page:
-    context = browser.new_context(viewport={"width": 1100, "height": 900}, **context_options)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="My legacies")).to_be_visible()
-    return page
 
 
 def _fix_times_for_screenshots(start: datetime) -> None:
@@ -103,7 +67,7 @@ def memories(monkeypatch):
 
 
 def test_memories_by_category_history_and_delete_in_place(browser, live_server, memories):
-    page = _sign_in(browser, live_server, "alice")
+    page = sign_in(browser, live_server, "alice")
     page.get_by_role("navigation").get_by_role("link", name="My memories").click()
     expect(page.get_by_role("heading", name="My memories")).to_be_visible()
     headings = page.locator(".memory-group h2").all_inner_texts()
@@ -161,7 +125,7 @@ def test_memories_by_category_history_and_delete_in_place(browser, live_server, 
 
 
 def test_without_javascript_memories_read_and_delete_still_work(browser, live_server, memories):
-    page = _sign_in(browser, live_server, "alice", java_script_enabled=False)
+    page = sign_in(browser, live_server, "alice", java_script_enabled=False)
     page.goto(f"{live_server.url}/memories")
     expect(page.get_by_text("Alice is collecting stories for Rose's 90th birthday album")) \
         .to_be_visible()
@@ -178,7 +142,7 @@ def test_without_javascript_memories_read_and_delete_still_work(browser, live_se
 
 def test_another_user_s_memory_is_not_found_in_the_browser(browser, live_server, memories):
     bob_memory = AgentMemory.objects.get(user__username="bob")
-    page = _sign_in(browser, live_server, "alice")
+    page = sign_in(browser, live_server, "alice")
     response = page.goto(f"{live_server.url}/memories/{bob_memory.pk}")
     assert response.status == 404
     expect(page.get_by_text("Bob's private memory")).to_have_count(0)

@@ -2,38 +2,18 @@
 server, a new user picks a legacy, talks, and sees the context beside each reply. Saves
 docs/screenshots/chat-page.png."""
 
-import os
-from pathlib import Path
-
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import expect
 
 from agent_memory.models import AgentMemory
 from conversations.models import Message
 from tests.agentside_support import chunk_for
+from tests.browser_support import SCREENSHOTS
 from tests.factories import ConversationFactory, LegacyFactFactory
-
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshots" / "chat-page.png"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Browser:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
+SCREENSHOT = SCREENSHOTS / "chat-page.png"
 
 
 def test_a_new_user_talks_and_sees_the_context_beside_the_reply(browser, live_server, family):

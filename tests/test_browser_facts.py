@@ -1,54 +1,18 @@
 """Real-browser tests of the facts dashboard: Playwright drives Debian's chromium against the
 live server. Saves the README's screenshots into docs/screenshots/."""
 
-import os
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import expect
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from facts.models import LegacyFact
+from tests.browser_support import SCREENSHOTS, sign_in
 from tests.factories import ConversationFactory, LegacyFactFactory, MessageFactory
 
-# Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-# still synchronous and safe.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
-PASSWORD = "pw-for-tests"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Browser:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-def _sign_in(browser: Browser, live_server, username: str, **context_options) -> Page:
-    context = browser.new_context(viewport={"width": 1100, "height": 900}, **context_options)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="My legacies")).to_be_visible()
-    return page
 
 
 @pytest.fixture
@@ -119,7 +83,7 @@ def story(family):
 def test_review_share_edit_delete_and_follow_a_fact_to_its_transcript(
     browser, live_server, family, story
 ):
-    owner = _sign_in(browser, live_server, "owner")
+    owner = sign_in(browser, live_server, "owner")
     owner.get_by_role("link", name="Rose Whitfield", exact=True).click()
     expect(owner.get_by_role("heading", name="What the family remembers about Rose Whitfield"))\
         .to_be_visible()
@@ -138,7 +102,7 @@ def test_review_share_edit_delete_and_follow_a_fact_to_its_transcript(
     assert LegacyFact.objects.get(pk=story["dahlias"].pk).visibility == "shared"
 
     # The second member sees it from their own session.
-    member = _sign_in(browser, live_server, "member")
+    member = sign_in(browser, live_server, "member")
     member.goto(f"{live_server.url}/legacies/{family.legacy.pk}/facts")
     shared_row = member.locator(f"#fact-{story['dahlias'].pk}")
     expect(shared_row).to_contain_text("Rose won the county show")
@@ -219,7 +183,7 @@ def test_review_share_edit_delete_and_follow_a_fact_to_its_transcript(
 
 
 def test_without_javascript_facts_read_and_forms_still_work(browser, live_server, family, story):
-    page = _sign_in(browser, live_server, "owner", java_script_enabled=False)
+    page = sign_in(browser, live_server, "owner", java_script_enabled=False)
     page.get_by_role("link", name="Rose Whitfield", exact=True).click()
     expect(page.get_by_text("Rose did the crossword in ink every Sunday.")).to_be_visible()
     crossword = page.locator(f"#fact-{story['crossword'].pk}")
