@@ -7,8 +7,8 @@ from django.contrib import admin, messages
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations import summarization
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.services import summarization
 
 
 class MessageInline(admin.TabularInline):

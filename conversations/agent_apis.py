@@ -22,7 +22,7 @@ from conversations.apis import IDEMPOTENCY_HEADER, idempotency_key
 from conversations.checkpoint import checkpoint_snapshot
 from conversations.context import build_context
 from conversations.selectors import conversation_for_user
-from conversations.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
+from conversations.services.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
 from memory_site.api import Conflict
 from memory_site.drf import service_errors

@@ -13,7 +13,7 @@ from conversations.checkpoint import (
 from conversations.context import ContextPacket, memory_entries
 from conversations.retrieval import SearchHit
 from conversations.serializers import MessageSerializer
-from conversations.turn import TurnResult
+from conversations.services.turn import TurnResult
 
 
 class SearchQuerySerializer(serializers.Serializer):

@@ -15,7 +15,7 @@ from conversations import selectors, services
 from conversations.agent_serializers import context_payload
 from conversations.context import ContextPacket, build_context
 from conversations.models import Message
-from conversations.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
+from conversations.services.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacies_for_user, legacy_for_member
 
 # The bar chart's parts, in prompt order, with the labels the page shows.

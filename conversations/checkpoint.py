@@ -95,8 +95,9 @@ def summary_delta(conversation: Conversation) -> dict[str, Any] | None:
         "base_memory_id": str(base.pk) if base else None,
         "start_sequence": memory.start_sequence,
         "end_sequence": memory.end_sequence,
-        # As conversations.summarization.memory_generate reads it: the window may start past
-        # the end of its base, when the sliding window moved further than the base reached.
+        # As conversations.services.summarization.memory_generate reads it: the window may
+        # start past the end of its base, when the sliding window moved further than the base
+        # reached.
         "new_from_sequence": (
             max(memory.start_sequence, base.end_sequence + 1) if base else memory.start_sequence
         ),

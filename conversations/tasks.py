@@ -6,8 +6,9 @@ from uuid import UUID
 from django.conf import settings
 from django_q.tasks import async_task
 
-from conversations import selectors, summarization
+from conversations import selectors
 from conversations.models import Conversation
+from conversations.services import summarization
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 LEGACY_NAME_MAX_CHARS = 200
 # Namespace of the transaction-level advisory locks on one author's facts about one legacy
-# (conversations.summarization's archive locks use 30_000).
+# (conversations.services.summarization's archive locks use 30_000).
 FACT_LOCK_NAMESPACE = 30_001
 
 

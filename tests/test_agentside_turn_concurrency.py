@@ -8,9 +8,9 @@ import pytest
 from django.db import connections
 
 from agent_memory.models import AgentMemory
-from conversations import turn
 from conversations.models import Message
-from conversations.turn import turn_run
+from conversations.services import turn
+from conversations.services.turn import turn_run
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection, connections
 
-from conversations import summarization
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.services import summarization
 from facts.models import LegacyFact
 from tests.conftest import api_client_for
 from tests.factories import LegacyFactory, UserFactory

@@ -2,10 +2,9 @@
 
 import pytest
 
-from conversations import summarization
 from conversations.checks import check_job_limits, worst_case_batch_seconds
 from conversations.models import ConversationChunk
-from conversations.services import message_append
+from conversations.services import message_append, summarization
 from tests.factories import ConversationFactory
 
 

@@ -6,8 +6,9 @@ import pytest
 from django.db import DatabaseError
 from django_q.models import Schedule
 
-from conversations import selectors, services, summarization, tasks
+from conversations import selectors, services, tasks
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.services import summarization
 from facts.models import LegacyFact
 from tests.factories import ConversationFactory
 
@@ -87,7 +88,7 @@ def test_user_messages_alone_trigger_nothing(conversation, django_capture_on_com
 
 def test_rolling_summary_logs_as_the_seed_lists(conversation, caplog,
                                                 django_capture_on_commit_callbacks):
-    caplog.set_level("DEBUG", logger="conversations.summarization")
+    caplog.set_level("DEBUG", logger="conversations.services.summarization")
     chat(conversation, django_capture_on_commit_callbacks, 16)
     text = caplog.text
     assert f"Summarized messages 2-15 for {conversation.pk} in " in text
@@ -99,7 +100,7 @@ def test_rolling_summary_logs_as_the_seed_lists(conversation, caplog,
 
 def test_second_claim_while_processing_is_refused(conversation, caplog):
     import_messages(conversation, 8)
-    caplog.set_level("DEBUG", logger="conversations.summarization")
+    caplog.set_level("DEBUG", logger="conversations.services.summarization")
     first = summarization.memory_begin(conversation=conversation)
     assert first.status == "processing"
     assert summarization.memory_begin(conversation=conversation) is None

@@ -4,8 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from conversations import selectors, services, summarization
+from conversations import selectors, services
 from conversations.models import Conversation, ConversationMemory, Message
+from conversations.services import summarization
 from conversations.session_state import SessionState, classify_intent, next_state
 from tests.factories import ConversationFactory, UserFactory
 

@@ -4,11 +4,12 @@ with the memory tools, run tool calls as the user, save the reply.
 Every step that writes is committed on its own, in order, so a crash or a provider failure
 leaves a consistent log: the user message first (seed 004's autosave), then each tool call
 together with its `tool` message in one transaction (both or neither), then the assistant
-reply, whose commit enqueues summarisation (conversations.services.message_append). A retry
-with the same Idempotency-Key finds the saved user message, replays the tool calls already made
-instead of running them again, and answers the saved reply if there is one: nothing is written
-twice. A session-level advisory lock on the user message lets one request at a time run its
-turn; a retry that arrives while the first request is still running gets TurnInProgress.
+reply, whose commit enqueues summarisation (conversations.services.messages.message_append).
+A retry with the same Idempotency-Key finds the saved user message, replays the tool calls
+already made instead of running them again, and answers the saved reply if there is one:
+nothing is written twice. A session-level advisory lock on the user message lets one request
+at a time run its turn; a retry that arrives while the first request is still running gets
+TurnInProgress.
 """
 
 import json
@@ -26,7 +27,7 @@ from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
-from conversations.services import (
+from conversations.services.messages import (
     message_append,
     validate_idempotency_key,
     validate_message_content,
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 EMPTY_REPLY = "(The model returned an empty reply.)"
 # Namespace of the advisory locks that let one request at a time run the turn of a message
-# (conversations.summarization uses 30_000 for archiving).
+# (conversations.services.summarization uses 30_000 for archiving).
 TURN_LOCK_NAMESPACE = 30_001
 
 

@@ -1,4 +1,4 @@
-"""Writes of conversations and the append-only message log."""
+"""Writes of conversations, the append-only message log and the session state it updates."""
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser

@@ -11,8 +11,12 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from conversations import selectors
+from conversations import selectors, tasks
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+
+# The module, not its names: messages imports tasks, which imports this module, so messages
+# may still be loading when this line runs.
+from conversations.services import messages as message_services
 from facts.services import fact_create
 from memory_site.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
 
@@ -163,8 +167,6 @@ def memory_retry(*, memory: ConversationMemory) -> bool:
 
     Returns False, changing nothing, for a completed row or one still legitimately running.
     """
-    from conversations import tasks
-
     cutoff = timezone.now() - timedelta(seconds=settings.MEMORY_PROCESSING_TIMEOUT_SECONDS)
     if memory.status == ConversationMemory.Status.PROCESSING:
         if memory.created_at >= cutoff:
@@ -298,10 +300,8 @@ def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
 
 def conversations_close_idle() -> list[Conversation]:
     """Close every conversation idle for longer than CONVERSATION_IDLE_CLOSE_MINUTES."""
-    from conversations.services import conversation_close
-
     cutoff = timezone.now() - timedelta(minutes=settings.CONVERSATION_IDLE_CLOSE_MINUTES)
     return [
-        conversation_close(conversation=conversation)
+        message_services.conversation_close(conversation=conversation)
         for conversation in selectors.conversations_idle_since(cutoff=cutoff)
     ]

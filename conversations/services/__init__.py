@@ -1,0 +1,51 @@
+"""Writes of the conversations app: messages and closing, the memory pipelines, the agent turn."""
+
+from conversations.services.messages import (
+    IDEMPOTENCY_KEY_MAX_CHARS,
+    conversation_close,
+    conversation_create,
+    message_append,
+    user_data_erase,
+    validate_idempotency_key,
+    validate_message_content,
+)
+from conversations.services.summarization import (
+    chunk_archive_range,
+    conversation_catch_up,
+    conversations_close_idle,
+    memories_recover_stuck,
+    memory_begin,
+    memory_generate,
+    memory_retry,
+    memory_summarize,
+)
+from conversations.services.turn import (
+    TurnConflict,
+    TurnInProgress,
+    TurnProviderError,
+    TurnResult,
+    turn_run,
+)
+
+__all__ = [
+    "IDEMPOTENCY_KEY_MAX_CHARS",
+    "TurnConflict",
+    "TurnInProgress",
+    "TurnProviderError",
+    "TurnResult",
+    "chunk_archive_range",
+    "conversation_catch_up",
+    "conversation_close",
+    "conversation_create",
+    "conversations_close_idle",
+    "memories_recover_stuck",
+    "memory_begin",
+    "memory_generate",
+    "memory_retry",
+    "memory_summarize",
+    "message_append",
+    "turn_run",
+    "user_data_erase",
+    "validate_idempotency_key",
+    "validate_message_content",
+]
