@@ -106,7 +106,8 @@ class MemoryDetailApi(APIView):
         memory.old_content, memory.new_content = update.old_content, update.new_content
         return Response(MemoryUpdatedSerializer(memory).data)
 
-    @extend_schema(responses=MemoryDetailSerializer)
+    # A DELETE answers 204 unless told otherwise; this one answers the deleted memory.
+    @extend_schema(responses={200: MemoryDetailSerializer})
     def delete(self, request: Request, memory_id: str) -> Response:
         memory = selectors.active_memory_for_user(user=request.user, memory_id=memory_id)
         services.memory_delete(user=request.user, memory=memory)

@@ -127,6 +127,8 @@ SPECTACULAR_SETTINGS = {
         "MessageRoleEnum": "conversations.models.Message.Role",
         "FactCategoryEnum": "facts.models.LegacyFact.Category",
         "MemoryCategoryEnum": "agent_memory.models.AgentMemory.Category",
+        "ConversationStatusEnum": "conversations.models.Conversation.Status",
+        "ConversationMemoryStatusEnum": "conversations.models.ConversationMemory.Status",
     },
 }
 
