@@ -105,6 +105,78 @@ def _lock_author_facts(*, legacy_id: object, user_id: object) -> None:
         )
 
 
+_UNITS_AND_TEENS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen",
+)
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBER_WORDS = (
+    {word: value for value, word in enumerate(_UNITS_AND_TEENS)}
+    | {word: 10 * (i + 2) for i, word in enumerate(_TENS)}
+    | {"oh": 0}
+)
+_ORDINAL_WORDS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+}
+_SCALE_WORDS = {"hundred": 100, "thousand": 1000}
+_MONTHS = re.compile(
+    r"\b(January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)\b"
+)
+
+
+def _written_number(words: list[str]) -> int:
+    """The value of a run of number words: "thirty one" → 31, "nineteen fifty five" → 1955
+    (a year said in two pairs), "two thousand and five" → 2005."""
+    if "hundred" not in words and "thousand" not in words:
+        pairs: list[int] = []
+        for word in words:
+            value = _NUMBER_WORDS[word]
+            if pairs and pairs[-1] >= 20 and pairs[-1] % 10 == 0 and 0 < value < 10:
+                pairs[-1] += value  # "fifty five"
+            elif pairs and pairs[-1] == 0 and words[0] != "zero" and value < 10:
+                pairs[-1] = value  # "nineteen oh five"
+            else:
+                pairs.append(value)
+        if len(pairs) == 2 and 10 <= pairs[0] <= 99:
+            return pairs[0] * 100 + pairs[1]
+        return int("".join(str(p) for p in pairs))
+    total = current = 0
+    for word in words:
+        if word == "thousand":
+            total, current = total + max(current, 1) * 1000, 0
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word != "and":
+            current += _NUMBER_WORDS[word]
+    return total + current
+
+
+def fact_values(content: str) -> frozenset[str]:
+    """The numbers, years and months a fact states, however written: "1955" and "nineteen
+    fifty-five" are one value, "her first job" states 1, "3rd" and "three" are 3."""
+    values = {month.lower() for month in _MONTHS.findall(content)}
+    text = normalize_fact_text(re.sub(r"(?<=\d),(?=\d{3}\b)", "", content))
+    run: list[str] = []
+    for token in [*text.split(), ""]:
+        # "and" and "oh" are numbers only inside one: "two thousand and five", "nineteen oh five".
+        joins = bool(run) and (token == "oh" or (token == "and" and run[-1] in _SCALE_WORDS))
+        if (token in _NUMBER_WORDS and token != "oh") or token in _SCALE_WORDS or joins:
+            run.append(token)
+            continue
+        if run:
+            while run[-1] == "and":
+                run.pop()
+            values.add(str(_written_number(run)))
+            run = []
+        if token in _ORDINAL_WORDS:
+            values.add(str(_ORDINAL_WORDS[token]))
+        values.update(str(int(digits)) for digits in re.findall(r"\d+", token))
+    return frozenset(values)
+
+
 def fact_find_duplicate(
     *, legacy: Legacy, user: AbstractBaseUser, content: str, exclude: LegacyFact | None = None
 ) -> LegacyFact | None:
@@ -112,11 +184,13 @@ def fact_find_duplicate(
 
     The rule (docs/facts.md): the same text once case, punctuation and spacing are
     ignored; or a near duplicate, whose word sets overlap with a Jaccard similarity of
-    at least FACT_DEDUP_SIMILARITY (default 0.8). Categories are ignored: the same
-    statement filed under two categories is still one fact.
+    at least FACT_DEDUP_SIMILARITY (default 0.8) and which states the same numbers, years
+    and months (`fact_values`): a corrected year is a new fact, not a duplicate.
+    Categories are ignored: the same statement filed under two categories is still one fact.
     """
     key = normalize_fact_text(content)
     words = set(key.split())
+    values = fact_values(content)
     threshold = settings.FACT_DEDUP_SIMILARITY
     candidates = LegacyFact.objects.filter(legacy=legacy, user=user)
     if exclude is not None:
@@ -127,7 +201,10 @@ def fact_find_duplicate(
             return fact
         other = set(other_key.split())
         union = words | other
-        if union and len(words & other) / len(union) >= threshold:
+        if (
+            union and len(words & other) / len(union) >= threshold
+            and fact_values(fact.content) == values
+        ):
             return fact
     return None
 
