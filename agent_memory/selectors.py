@@ -14,7 +14,14 @@ from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 from django.utils import timezone
 
-from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
+from agent_memory.models import (
+    SHORT_ID_ALPHABET,
+    SHORT_ID_LENGTH,
+    AgentMemory,
+    AgentMemoryVersion,
+    Place,
+    PlaceMention,
+)
 from conversations.models import Message
 from conversations.selectors import conversations_for_user
 from memory_site.ai import count_tokens
@@ -26,6 +33,8 @@ MEMORY_DOCUMENT_SCHEMA_VERSION = "1.0"
 DATA_OPEN = "<memory-data>"
 DATA_CLOSE = "</memory-data>"
 _FENCE_TAG = re.compile(r"<(\s*/?\s*memory-data)", re.IGNORECASE)
+
+_SHORT_ID = re.compile(f"[{re.escape(SHORT_ID_ALPHABET)}]{{{SHORT_ID_LENGTH}}}")
 
 # Deterministic order (seed 003): category, then created_at; the id breaks exact ties.
 MEMORY_ORDER = ("category", "created_at", "id")
@@ -83,7 +92,10 @@ def _versions_prefetch() -> Prefetch:
 
 def memory_for_user(*, user: AbstractBaseUser, memory_id: object) -> AgentMemory:
     """One memory of `user` (also a deleted one) with its versions; Http404 otherwise,
-    the same as if it did not exist."""
+    the same as if it did not exist (also for an id that is not a short id)."""
+    # Never sent to PostgreSQL: an id with a NUL byte would make the query fail with a 500.
+    if not _SHORT_ID.fullmatch(str(memory_id)):
+        raise Http404("memory not found")
     memory = (
         memories_for_user(user).prefetch_related(_versions_prefetch()).filter(pk=str(memory_id)).first()
     )

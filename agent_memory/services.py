@@ -26,6 +26,7 @@ from agent_memory.models import (
     generate_short_id,
 )
 from conversations.models import Conversation, Message
+from memory_site.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ def _clean_content(content: object, errors: dict[str, list[str]]) -> str:
     text = " ".join(content.split())
     if not low <= len(text) <= high:
         errors["content"] = [f"Must be {low}–{high} characters (got {len(text)})."]
+    elif has_nul(text):
+        errors["content"] = [NUL_MESSAGE]
     return text
 
 
@@ -102,6 +105,8 @@ def _clean_subject(subject: object, errors: dict[str, list[str]]) -> str | None:
     text = " ".join(subject.split())
     if len(text) > settings.MEMORY_SUBJECT_MAX_CHARS:
         errors["subject"] = [f"At most {settings.MEMORY_SUBJECT_MAX_CHARS} characters."]
+    elif has_nul(text):
+        errors["subject"] = [NUL_MESSAGE]
     return text or None
 
 
@@ -302,6 +307,8 @@ def _clean_place_text(value: object, field: str, errors: dict[str, list[str]], *
     text = " ".join(value.split())
     if len(text) > max_chars:
         errors[field] = [f"At most {max_chars} characters."]
+    elif has_nul(text):
+        errors[field] = [NUL_MESSAGE]
     return text
 
 

@@ -25,6 +25,7 @@ from django.db import connection
 from conversations.models import Conversation, ConversationChunk, Message
 from facts.models import Legacy
 from memory_site.ai import EmbeddingError, get_embedder
+from memory_site.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,8 @@ def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
         errors["q"] = ["A search needs a query."]
     elif len(text) > settings.SEARCH_QUERY_MAX_CHARS:
         errors["q"] = [f"At most {settings.SEARCH_QUERY_MAX_CHARS} characters."]
+    elif has_nul(text):
+        errors["q"] = [NUL_MESSAGE]
     if k is None or k == "":
         number = settings.SEARCH_DEFAULT_K
     else:

@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
+from memory_site.text import NUL_MESSAGE, has_nul, reject_nul
 
 if TYPE_CHECKING:
     from conversations.models import Conversation
@@ -27,6 +28,7 @@ def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
         raise ValidationError({"name": ["A legacy needs a name."]})
     if len(name) > LEGACY_NAME_MAX_CHARS:
         raise ValidationError({"name": [f"At most {LEGACY_NAME_MAX_CHARS} characters."]})
+    reject_nul(name=name)
     with transaction.atomic():
         legacy = Legacy.objects.create(name=name, created_by=user)
         LegacyMembership.objects.create(legacy=legacy, user=user, role=LegacyMembership.Role.OWNER)
@@ -44,6 +46,7 @@ def legacy_member_add(
         raise PermissionDenied("Only the legacy's owner can add members.")
     if role not in LegacyMembership.Role.values:
         raise ValidationError({"role": [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]})
+    reject_nul(username=username)
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise ValidationError({"username": ["No user has that username."]})
@@ -85,6 +88,8 @@ def _validate_fact_fields(
         errors["content"] = [
             f"Must be {settings.FACT_MIN_CHARS}–{settings.FACT_MAX_CHARS} characters."
         ]
+    elif has_nul(content):
+        errors["content"] = [NUL_MESSAGE]
     if visibility is not None and visibility not in LegacyFact.Visibility.values:
         errors["visibility"] = ["Must be private or shared."]
     if errors:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from facts import selectors, services
 from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
+from memory_site.text import NUL_MESSAGE, has_nul
 
 
 def _first_errors(exc: ValidationError) -> dict[str, str]:
@@ -39,6 +40,11 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
     if category and category not in LegacyFact.Category.values:
         filter_error = f"There is no category “{category}”; showing every category."
         category = ""
+    if has_nul(text):
+        filter_error = " ".join(
+            [filter_error, f"Search text: {NUL_MESSAGE} Showing every fact."]
+        ).strip()
+        text = ""
     visible = list(
         selectors.facts_filtered(user=request.user, legacy=legacy, category=category, text=text)
         .select_related("source_conversation")

@@ -11,6 +11,7 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.ai import count_tokens
+from memory_site.text import nul_errors, reject_nul
 
 APPENDABLE_ROLES = {choice for choice in Message.Role.values}
 
@@ -26,6 +27,7 @@ def conversation_create(
         errors["title"] = [f"At most {settings.CONVERSATION_TITLE_MAX_CHARS} characters."]
     if len(persona) > settings.PERSONA_MAX_CHARS:
         errors["persona"] = [f"At most {settings.PERSONA_MAX_CHARS} characters."]
+    errors = nul_errors(title=title, persona=persona) | errors
     if errors:
         raise ValidationError(errors)
     return Conversation.objects.create(user=user, legacy=legacy, title=title, persona=persona)
@@ -38,6 +40,7 @@ def validate_message_content(content: str) -> str:
         raise ValidationError(
             {"content": [f"At most {settings.MESSAGE_MAX_CHARS} characters."]}
         )
+    reject_nul(content=content)
     return content
 
 

@@ -216,13 +216,15 @@ def _turn_locked(
             _replay(chat, batch)
 
     reply_key = f"{idempotency_key}:reply" if idempotency_key else None
+    # PostgreSQL text cannot hold NUL: a reply that contains one loses only that character.
+    reply_text = reply.content.replace("\x00", "")
     # Saved with the reply, so that a retry answering it reports the context it was given.
     context = {"token_counts": packet.token_counts(), "cuts": packet.cuts,
                "warnings": packet.warnings}
     try:
         assistant_message, _ = message_append(
             conversation=conversation, role=Message.Role.ASSISTANT,
-            content=reply.content if reply.content.strip() else EMPTY_REPLY,
+            content=reply_text if reply_text.strip() else EMPTY_REPLY,
             metadata={
                 "reply_to": user_message.sequence,
                 "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
@@ -235,7 +237,7 @@ def _turn_locked(
         # A reply longer than MESSAGE_MAX_CHARS is stored cut to the limit rather than lost.
         assistant_message, _ = message_append(
             conversation=conversation, role=Message.Role.ASSISTANT,
-            content=reply.content[: settings.MESSAGE_MAX_CHARS],
+            content=reply_text[: settings.MESSAGE_MAX_CHARS],
             metadata={"reply_to": user_message.sequence, "truncated": True,
                       "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
                       "provider": llm.name, **context},
