@@ -1,13 +1,13 @@
 """REST endpoints of agent memories, the memory document, the memory tools and /memory."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agent_memory import commands, selectors, services, tools
+from agent_memory.models import AgentMemory
 from agent_memory.serializers import (
     CommandInputSerializer,
     CommandReplySerializer,
@@ -23,7 +23,7 @@ from agent_memory.serializers import (
 )
 from conversations.models import Conversation, Message
 from conversations.selectors import conversation_for_user
-from memory_site.api import paginate, paginated
+from memory_site.api import error_responses, paginate, paginated
 from memory_site.drf import service_errors
 
 
@@ -39,17 +39,67 @@ def _sources(request: Request, data: dict) -> tuple[Conversation | None, Message
     return conversation, message
 
 
+# Seed 001's MemoryDocument as selectors.memory_document builds it.
+MEMORY_DOCUMENT = inline_serializer("MemoryDocument", fields={
+    "facts": inline_serializer("MemoryDocumentFact", many=True, fields={
+        "id": serializers.CharField(),
+        "content": serializers.CharField(),
+        "added_at": serializers.DateTimeField(),
+        "source_conversation_id": serializers.UUIDField(allow_null=True),
+        "source_message_id": serializers.UUIDField(allow_null=True),
+        "is_active": serializers.BooleanField(help_text="false: deleted (deactivated)."),
+        "category": serializers.ChoiceField(choices=AgentMemory.Category.choices),
+        "subject": serializers.CharField(allow_null=True),
+        "version": serializers.IntegerField(),
+        "updated_at": serializers.DateTimeField(allow_null=True),
+        "deactivated_at": serializers.DateTimeField(allow_null=True),
+    }),
+    "placer_user_datapoints": inline_serializer("MemoryDocumentPlace", many=True, fields={
+        "place_id": serializers.CharField(),
+        "place_name": serializers.CharField(),
+        "notes": serializers.CharField(allow_null=True),
+        "mentioned_in": serializers.DictField(
+            child=serializers.ListField(
+                child=serializers.ListField(
+                    child=serializers.CharField(allow_null=True), min_length=2, max_length=2
+                )
+            ),
+            help_text="Conversation id → [[message id or null, when], …].",
+        ),
+        "added_at": serializers.DateTimeField(),
+    }),
+    "metadata": inline_serializer("MemoryDocumentMetadata", fields={
+        "last_updated": serializers.DateTimeField(),
+        "total_facts": serializers.IntegerField(),
+        "total_active_facts": serializers.IntegerField(),
+        "total_pois": serializers.IntegerField(),
+        "token_count": serializers.IntegerField(
+            help_text="tiktoken tokens of facts and places; over MEMORY_TOKEN_LIMIT, "
+            "memories are evicted."
+        ),
+        "schema_version": serializers.CharField(),
+    }),
+})
+
+
 class MemoryListCreateApi(APIView):
     pagination_class = paginated("memories")
 
-    @extend_schema(responses=MemorySerializer(many=True))
+    @extend_schema(responses={200: MemorySerializer(many=True), **error_responses(401)})
     def get(self, request: Request) -> Response:
         memories = selectors.active_memories_for_user(request.user)
         return paginate(request, memories, MemorySerializer, "memories", view=self)
 
     @extend_schema(
         request=MemoryCreateInputSerializer,
-        responses={201: MemorySerializer, 409: MemoryConflictSerializer},
+        responses={
+            201: MemorySerializer,
+            **error_responses(400, 401, 404),
+            409: OpenApiResponse(
+                MemoryConflictSerializer,
+                description="An active memory of mine has this subject: update it instead.",
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         data = MemoryCreateInputSerializer(data=request.data)
@@ -83,12 +133,15 @@ class MemoryListCreateApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    @extend_schema(responses=MemoryDetailSerializer)
+    @extend_schema(responses={200: MemoryDetailSerializer, **error_responses(401, 404)})
     def get(self, request: Request, memory_id: str) -> Response:
         memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
         return Response(MemoryDetailSerializer(memory).data)
 
-    @extend_schema(request=MemoryUpdateInputSerializer, responses=MemoryUpdatedSerializer)
+    @extend_schema(
+        request=MemoryUpdateInputSerializer,
+        responses={200: MemoryUpdatedSerializer, **error_responses(400, 401, 404)},
+    )
     def put(self, request: Request, memory_id: str) -> Response:
         memory = selectors.active_memory_for_user(user=request.user, memory_id=memory_id)
         data = MemoryUpdateInputSerializer(data=request.data)
@@ -107,7 +160,7 @@ class MemoryDetailApi(APIView):
         return Response(MemoryUpdatedSerializer(memory).data)
 
     # A DELETE answers 204 unless told otherwise; this one answers the deleted memory.
-    @extend_schema(responses={200: MemoryDetailSerializer})
+    @extend_schema(responses={200: MemoryDetailSerializer, **error_responses(401, 404)})
     def delete(self, request: Request, memory_id: str) -> Response:
         memory = selectors.active_memory_for_user(user=request.user, memory_id=memory_id)
         services.memory_delete(user=request.user, memory=memory)
@@ -116,23 +169,36 @@ class MemoryDetailApi(APIView):
 
 
 class MemoryDocumentApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: MEMORY_DOCUMENT, **error_responses(401)})
     def get(self, request: Request) -> Response:
         return Response(selectors.memory_document(request.user))
 
 
 class ToolListApi(APIView):
-    @extend_schema(responses=ToolListSerializer)
+    @extend_schema(responses={200: ToolListSerializer, **error_responses(401)})
     def get(self, request: Request) -> Response:
         definitions = tools.tool_definitions()
         return Response({"tools": definitions, "total": len(definitions)})
 
 
+def _tool_error(what: str) -> OpenApiResponse:
+    return OpenApiResponse(
+        ToolResultSerializer,
+        description=f"{what}: the tool's answer, with `ok: false`. A malformed or foreign "
+        "conversation_id or message_id answers the shared error body instead.",
+    )
+
+
 class ToolExecuteApi(APIView):
     @extend_schema(
         request=ToolCallInputSerializer,
-        responses={200: ToolResultSerializer, 400: ToolResultSerializer,
-                   404: ToolResultSerializer, 409: ToolResultSerializer},
+        responses={
+            200: ToolResultSerializer,
+            400: _tool_error("Invalid arguments, or an unknown operation"),
+            404: _tool_error("An unknown tool, or no such memory of mine"),
+            409: _tool_error("A memory of mine already has this subject"),
+            **error_responses(401),
+        },
     )
     def post(self, request: Request, name: str) -> Response:
         if name not in tools.SYSTEM_TOOL_NAMES:
@@ -157,8 +223,15 @@ class ToolExecuteApi(APIView):
 class CommandApi(APIView):
     @extend_schema(
         request=CommandInputSerializer,
-        responses={200: CommandReplySerializer, 400: CommandReplySerializer,
-                   404: CommandReplySerializer},
+        responses={
+            200: CommandReplySerializer,
+            400: OpenApiResponse(CommandReplySerializer, description="An unknown or "
+                                 "incomplete command: the reply is the usage text. A body "
+                                 "without `text` answers the shared error body."),
+            404: OpenApiResponse(CommandReplySerializer, description="No active memory of "
+                                 "mine has that id."),
+            **error_responses(401),
+        },
     )
     def post(self, request: Request) -> Response:
         data = CommandInputSerializer(data=request.data)

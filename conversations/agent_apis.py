@@ -1,7 +1,6 @@
 """REST endpoints of the agent's side: search, the context packet, the agent turn, checkpoints."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -10,11 +9,14 @@ from rest_framework.views import APIView
 
 from conversations import retrieval
 from conversations.agent_serializers import (
+    CheckpointResponseSerializer,
     ContextQuerySerializer,
+    ContextResponseSerializer,
     SearchHitSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
     TurnInputSerializer,
+    TurnResponseSerializer,
     context_payload,
     turn_payload,
 )
@@ -24,12 +26,15 @@ from conversations.context import build_context
 from conversations.selectors import conversation_for_user
 from conversations.services.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
-from memory_site.api import Conflict
+from memory_site.api import Conflict, ErrorSerializer, error_responses
 from memory_site.drf import service_errors
 
 
 class LegacySearchApi(APIView):
-    @extend_schema(parameters=[SearchQuerySerializer], responses=SearchResponseSerializer)
+    @extend_schema(
+        parameters=[SearchQuerySerializer],
+        responses={200: SearchResponseSerializer, **error_responses(400, 401, 404)},
+    )
     def get(self, request: Request, legacy_id: str) -> Response:
         legacy = legacy_for_member(user=request.user, legacy_id=legacy_id)
         with service_errors():
@@ -47,7 +52,10 @@ class LegacySearchApi(APIView):
 
 
 class ConversationContextApi(APIView):
-    @extend_schema(parameters=[ContextQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[ContextQuerySerializer],
+        responses={200: ContextResponseSerializer, **error_responses(400, 401, 404)},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
         query = ContextQuerySerializer(data=request.query_params)
@@ -57,7 +65,7 @@ class ConversationContextApi(APIView):
 
 
 class ConversationCheckpointApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: CheckpointResponseSerializer, **error_responses(401, 404)})
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
         return Response(checkpoint_snapshot(conversation=conversation))
@@ -72,7 +80,25 @@ class ConversationTurnApi(APIView):
     @extend_schema(
         request=TurnInputSerializer,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT},
+        responses={
+            201: TurnResponseSerializer,
+            200: OpenApiResponse(
+                TurnResponseSerializer,
+                description="A retry with the Idempotency-Key of a finished turn: its saved "
+                "reply, `replayed: true`, nothing written.",
+            ),
+            **error_responses(
+                400, 401, 404, 409,
+                descriptions={409: "The Idempotency-Key was used for another message "
+                              "(`conflict`), or a request with it is still running the turn "
+                              "(`turn_in_progress`)."},
+            ),
+            502: OpenApiResponse(
+                ErrorSerializer,
+                description="The language model failed (`provider_error`); the user message "
+                "is saved: retry with the same Idempotency-Key.",
+            ),
+        },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)

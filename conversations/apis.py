@@ -1,6 +1,6 @@
 """REST endpoints of conversations, their messages, rolling summaries and archived chunks."""
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,7 @@ from conversations.serializers import (
     MessageSerializer,
 )
 from facts.selectors import legacy_for_member
-from memory_site.api import paginate, paginated
+from memory_site.api import error_responses, paginate, paginated
 from memory_site.drf import service_errors
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -42,7 +42,7 @@ class ConversationListCreateApi(APIView):
 
     @extend_schema(
         parameters=[ConversationListQuerySerializer],
-        responses=ConversationSerializer(many=True),
+        responses={200: ConversationSerializer(many=True), **error_responses(400, 401)},
     )
     def get(self, request: Request) -> Response:
         query = ConversationListQuerySerializer(data=request.query_params)
@@ -55,7 +55,14 @@ class ConversationListCreateApi(APIView):
             "conversations", view=self,
         )
 
-    @extend_schema(request=ConversationInputSerializer, responses={201: ConversationDetailSerializer})
+    @extend_schema(
+        request=ConversationInputSerializer,
+        responses={
+            201: ConversationDetailSerializer,
+            **error_responses(400, 401, 404, descriptions={
+                404: "No legacy of mine has that legacy_id."}),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = ConversationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -73,7 +80,7 @@ class ConversationListCreateApi(APIView):
 
 
 class ConversationDetailApi(APIView):
-    @extend_schema(responses=ConversationDetailSerializer)
+    @extend_schema(responses={200: ConversationDetailSerializer, **error_responses(401, 404)})
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
@@ -84,7 +91,10 @@ class ConversationDetailApi(APIView):
 class MessageListCreateApi(APIView):
     pagination_class = paginated("messages")
 
-    @extend_schema(parameters=[MessageListQuerySerializer], responses=MessageSerializer(many=True))
+    @extend_schema(
+        parameters=[MessageListQuerySerializer],
+        responses={200: MessageSerializer(many=True), **error_responses(400, 401, 404)},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
@@ -99,7 +109,15 @@ class MessageListCreateApi(APIView):
     @extend_schema(
         request=MessageInputSerializer,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: MessageSerializer, 200: MessageSerializer},
+        responses={
+            201: MessageSerializer,
+            200: OpenApiResponse(
+                MessageSerializer,
+                description="The message saved earlier with this Idempotency-Key; nothing "
+                "written.",
+            ),
+            **error_responses(400, 401, 404),
+        },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
@@ -123,7 +141,9 @@ class MessageListCreateApi(APIView):
 class ConversationMemoryListApi(APIView):
     pagination_class = paginated("memories")
 
-    @extend_schema(responses=ConversationMemorySerializer(many=True))
+    @extend_schema(
+        responses={200: ConversationMemorySerializer(many=True), **error_responses(401, 404)}
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
@@ -135,7 +155,9 @@ class ConversationMemoryListApi(APIView):
 class ConversationChunkListApi(APIView):
     pagination_class = paginated("chunks")
 
-    @extend_schema(responses=ConversationChunkSerializer(many=True))
+    @extend_schema(
+        responses={200: ConversationChunkSerializer(many=True), **error_responses(401, 404)}
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
@@ -145,7 +167,9 @@ class ConversationChunkListApi(APIView):
 
 
 class ConversationCloseApi(APIView):
-    @extend_schema(request=None, responses=ConversationDetailSerializer)
+    @extend_schema(
+        request=None, responses={200: ConversationDetailSerializer, **error_responses(401, 404)}
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id

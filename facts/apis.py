@@ -19,19 +19,22 @@ from facts.serializers import (
     MemberInputSerializer,
     MembershipSerializer,
 )
-from memory_site.api import Conflict, paginate, paginated
+from memory_site.api import Conflict, error_responses, paginate, paginated
 from memory_site.drf import service_errors
 
 
 class LegacyListCreateApi(APIView):
     pagination_class = paginated("legacies")
 
-    @extend_schema(responses=LegacySerializer(many=True))
+    @extend_schema(responses={200: LegacySerializer(many=True), **error_responses(401)})
     def get(self, request: Request) -> Response:
         legacies = selectors.legacies_for_user(request.user).order_by("name", "created_at")
         return paginate(request, legacies, LegacySerializer, "legacies", view=self)
 
-    @extend_schema(request=LegacyInputSerializer, responses={201: LegacySerializer})
+    @extend_schema(
+        request=LegacyInputSerializer,
+        responses={201: LegacySerializer, **error_responses(400, 401)},
+    )
     def post(self, request: Request) -> Response:
         data = LegacyInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -42,7 +45,17 @@ class LegacyListCreateApi(APIView):
 
 
 class LegacyMemberCreateApi(APIView):
-    @extend_schema(request=MemberInputSerializer, responses={201: MembershipSerializer})
+    @extend_schema(
+        request=MemberInputSerializer,
+        responses={
+            201: MembershipSerializer,
+            **error_responses(
+                400, 401, 403, 404, 409,
+                descriptions={403: "Only the legacy's owner adds members.",
+                              409: "That user is already a member."},
+            ),
+        },
+    )
     def post(self, request: Request, legacy_id: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = MemberInputSerializer(data=request.data)
@@ -62,7 +75,10 @@ class LegacyFactListCreateApi(APIView):
 
     pagination_class = paginated("facts")
 
-    @extend_schema(parameters=[FactListQuerySerializer], responses=FactSerializer(many=True))
+    @extend_schema(
+        parameters=[FactListQuerySerializer],
+        responses={200: FactSerializer(many=True), **error_responses(400, 401, 404)},
+    )
     def get(self, request: Request, legacy_id: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         query = FactListQuerySerializer(data=request.query_params)
@@ -83,7 +99,11 @@ class LegacyFactListCreateApi(APIView):
 
     @extend_schema(
         request=FactInputSerializer,
-        responses={201: FactCreatedSerializer, 200: FactCreatedSerializer},
+        responses={
+            201: FactCreatedSerializer,
+            200: FactCreatedSerializer,
+            **error_responses(400, 401, 404),
+        },
         description="201 with the new fact; 200 with the existing fact, `duplicate: true` "
         "and a `message` when it duplicates one of mine (nothing is written).",
     )
@@ -106,7 +126,11 @@ class LegacyFactListCreateApi(APIView):
 class FactDetailApi(APIView):
     """Edit or delete one of my facts."""
 
-    @extend_schema(request=FactUpdateSerializer, responses=FactSerializer)
+    @extend_schema(
+        request=FactUpdateSerializer,
+        responses={200: FactSerializer, **error_responses(400, 401, 403, 404, descriptions={
+            403: "Only the fact's author changes it."})},
+    )
     def patch(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         data = FactUpdateSerializer(data=request.data)
@@ -115,7 +139,8 @@ class FactDetailApi(APIView):
             fact = services.fact_update(fact=fact, user=request.user, **data.validated_data)
         return Response(FactSerializer(fact, context={"request": request}).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **error_responses(401, 403, 404, descriptions={
+        403: "Only the fact's author deletes it."})})
     def delete(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         services.fact_delete(fact=fact, user=request.user)
@@ -125,7 +150,11 @@ class FactDetailApi(APIView):
 class FactVisibilityApi(APIView):
     """Share one of my facts with every member of the legacy, or make it private again."""
 
-    @extend_schema(request=FactVisibilitySerializer, responses=FactSerializer)
+    @extend_schema(
+        request=FactVisibilitySerializer,
+        responses={200: FactSerializer, **error_responses(400, 401, 403, 404, descriptions={
+            403: "Only the fact's author shares it."})},
+    )
     def patch(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         data = FactVisibilitySerializer(data=request.data)

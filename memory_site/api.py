@@ -5,7 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,6 +45,39 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             "code": codes if isinstance(codes, str) else "error",
         }
     return response
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every API error, as exception_handler writes it."""
+
+    detail = serializers.CharField(help_text="What went wrong, in words for people.")
+    code = serializers.CharField(
+        help_text="What went wrong, for programs: invalid, not_authenticated, "
+        "authentication_failed, permission_denied, not_found, conflict, …"
+    )
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="400 only: the messages per field (`non_field_errors` for the whole input).",
+    )
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input; `errors` has the messages per field.",
+    401: "No credentials, or invalid ones.",
+    403: "A member may see this but not change it.",
+    404: "Not found, or of another family: the two are indistinguishable.",
+    409: "The request conflicts with the current state.",
+}
+
+
+def error_responses(
+    *statuses: int, descriptions: dict[int, str] | None = None
+) -> dict[int, OpenApiResponse]:
+    """The error answers of an endpoint for `extend_schema(responses=...)`, each with the
+    shared error body; `descriptions` replaces the generic text of a status."""
+    texts = ERROR_DESCRIPTIONS | (descriptions or {})
+    return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in statuses}
 
 
 class Conflict(exceptions.APIException):

@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
@@ -26,6 +25,8 @@ from conversations import selectors as conversations_selectors
 from conversations import services as conversations_services
 from facts import selectors as facts_selectors
 from facts import services as facts_services
+from memory_site.api import error_responses
+from memory_site.export_schema import ExportSerializer
 
 EXPORT_SCHEMA_VERSION = "1.0"
 EXPORT_NOTES = [
@@ -153,11 +154,12 @@ class MyDataApi(APIView):
         summary="Export all my data",
         responses={
             200: OpenApiResponse(
-                OpenApiTypes.OBJECT,
+                ExportSerializer,
                 description="A JSON attachment: schema_version, exported_at, metadata, account, "
                 "memberships, conversations (messages, summaries, chunks), facts, "
                 "agent_memories (with versions) and places (with mentions). See docs/privacy.md.",
-            )
+            ),
+            **error_responses(401),
         },
     )
     def get(self, request: Request) -> Response:
@@ -167,7 +169,11 @@ class MyDataApi(APIView):
             export, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
         )
 
-    @extend_schema(summary="Erase all my data", request=None, responses={200: ErasedSerializer})
+    @extend_schema(
+        summary="Erase all my data",
+        request=None,
+        responses={200: ErasedSerializer, **error_responses(401)},
+    )
     def delete(self, request: Request) -> Response:
         counts = user_data_erase(user=request.user)
         return Response({"erased": counts, "account_kept": request.user.get_username()})

@@ -129,6 +129,9 @@ SPECTACULAR_SETTINGS = {
         "MemoryCategoryEnum": "agent_memory.models.AgentMemory.Category",
         "ConversationStatusEnum": "conversations.models.Conversation.Status",
         "ConversationMemoryStatusEnum": "conversations.models.ConversationMemory.Status",
+        "FactVisibilityEnum": "facts.models.LegacyFact.Visibility",
+        "SearchHitKindEnum": ["chunk", "message"],
+        "ContextCutPartEnum": "conversations.context.CUT_ORDER",
     },
 }
 

@@ -71,9 +71,49 @@ def test_schema_generation_has_no_warnings_or_errors(tmp_path, capsys):
     assert not GENERATOR_STATS
 
 
+def _operations(paths: dict):
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if method in HTTP_METHODS:
+                yield path, method, operation
+
+
+def _body(response: dict) -> dict | None:
+    return response.get("content", {}).get("application/json", {}).get("schema")
+
+
+def test_every_operation_documents_its_common_errors_in_the_shared_error_body(client):
+    schema = _schema(client)
+    error = {"$ref": "#/components/schemas/Error"}
+    assert set(schema["components"]["schemas"]["Error"]["required"]) == {"detail", "code"}
+    assert set(schema["components"]["schemas"]["Error"]["properties"]) == {
+        "detail", "code", "errors"
+    }
+    for path, method, operation in _operations(schema["paths"]):
+        responses = operation["responses"]
+        # Every API endpoint needs credentials; every id in a path goes through a scoped selector.
+        assert _body(responses.get("401", {})) == error, (path, method)
+        if "{" in path:
+            assert "404" in responses, (path, method)
+        for status, response in responses.items():
+            if status.startswith(("4", "5")):
+                assert _body(response) is not None, (path, method, status)
+
+
+def test_no_answer_is_documented_as_a_plain_object(client):
+    schema = _schema(client)
+    for path, method, operation in _operations(schema["paths"]):
+        for status, response in operation["responses"].items():
+            body = _body(response)
+            if body is not None and "$ref" not in body:
+                assert body.get("type") == "array" and "$ref" in body["items"], (
+                    path, method, status, body
+                )
+
+
 def test_delete_memory_is_documented_as_200_with_the_memory(client):
     operation = _schema(client)["paths"]["/api/memory/{memory_id}"]["delete"]
-    assert "204" not in operation["responses"]
+    assert set(operation["responses"]) == {"200", "401", "404"}
     body = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/MemoryDetail"}
 
