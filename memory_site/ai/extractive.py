@@ -79,7 +79,7 @@ _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"came to|came home|retired|diagnosed|buried|enlisted|grew up|broke (?:his|her)|"
         r"turned \d+)\b", re.I)),
     ("occupation", re.compile(
-        r"\b(worked|works|job|career|profession|employed|served in|taught|teacher|nurse|"
+        r"\b(worked|works|job|career|profession|employed|served in|taught(?! me| us)|teacher|nurse|"
         r"engineer|farmer|carpenter|machinist|doctor|lawyer|librarian|seamstress|firefighter|"
         r"mechanic|accountant|secretary|pastor|minister|professor|clerk|soldier|sailor|"
         r"electrician|plumber|police|opened a|ran a|ran the|owned a|owned the|business|"
@@ -94,7 +94,8 @@ _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"each (?:morning|day|night|week)|always|never|used to|daily|weekly|without fail|"
         r"every \w+ at)\b", re.I)),
     ("hobby", re.compile(
-        r"\b((?:loved|enjoyed|liked) (?:to )?\w+ing|played|plays|fishing|gardening|knitting|"
+        r"\b((?:loved|enjoyed|liked) (?:to )?\w+ing|played|plays|grew(?! up)|fishing|gardening|"
+        r"knitting|"
         r"painting|painted|sewing|quilting|woodworking|hiking|camping|hunting|bowling|golf|"
         r"crossword|puzzles|chess|bridge|dancing|singing|sang|choir|coached|collected|"
         r"collecting|photography|birdwatching|mahjong|cello|piano|guitar|violin|trumpet)\b",
@@ -398,6 +399,114 @@ def _rewrite(body: str, subject: _Subject, display: str) -> str:
     return text if text.endswith((".", "!")) else text.rstrip(",;:") + "."
 
 
+# An object pronoun left in a fact ("Rose grew them by the back door.") points at nothing
+# once the fact stands alone. "it" followed by a verb is a dummy subject ("…said it was…"),
+# and "that"/"this" are pronouns only before a pause or a preposition ("did that every day"),
+# not as "that she…".
+_PAUSE_OR_PREPOSITION = (
+    r"(?=\s*(?:[.!,;]|$)|\s+(?:by|in|at|on|for|with|to|from|every|each|all|until|again|too|"
+    r"often|always)\b)"
+)
+_OBJECT_PRONOUN = re.compile(
+    rf"\b(?:(?P<plural>them\b|those\b{_PAUSE_OR_PREPOSITION})"
+    rf"|it\b(?!'s|\s+(?:was|is|had|has|seemed|felt|looked|took|became|would|will)\b)"
+    rf"|(?:that|this)\b{_PAUSE_OR_PREPOSITION})",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"\b(the|a|an|her|his|their|this|that|these|those)\s+", re.IGNORECASE)
+_PHRASE_WORDS = re.compile(r"[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2}")
+_PHRASE_STOP = re.compile(
+    r"^(?:by|in|at|on|for|with|to|from|of|about|and|or|but|was|were|is|are|had|has|have|that|"
+    r"which|who|when|while|every|each|because|she|he|it|they|we|i|you|so|as|after|before|than|"
+    r"then|not|never|always|very|a|an|the|her|his|their|these|those)$",
+    re.IGNORECASE,
+)
+_PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+
+
+@dataclass
+class _Antecedent:
+    start: int
+    end: int
+    text: str
+    plural: bool
+    kind: bool = False  # "…was the peony": a kind, which "them" may refer to
+
+
+def _plural_noun(word: str) -> bool:
+    return word.lower().endswith("s") and not word.lower().endswith(("ss", "us", "is"))
+
+
+def _pluralize(word: str) -> str:
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def _antecedents(sentence: str, excluded: re.Pattern[str]) -> list[_Antecedent]:
+    """Noun phrases of `sentence` a later pronoun may point at: a determiner and up to three
+    words ("the peony", "her old trowel"), or a proper name ("Moon River"); not the person,
+    and not a negated phrase."""
+    found: list[_Antecedent] = []
+    for match in _DETERMINER.finditer(sentence):
+        phrase = _PHRASE_WORDS.match(sentence, match.end())
+        # "Not a word." names nothing that a later "it" could be.
+        if phrase is None or re.search(r"\b(?:not|no|never)\s+$", sentence[: match.start()],
+                                       re.IGNORECASE):
+            continue
+        words: list[str] = []
+        for word in phrase.group(0).split():
+            if _PHRASE_STOP.match(word):
+                break
+            words.append(word)
+        if not words:
+            continue
+        text = f"{match.group(1)} {' '.join(words)}"
+        if excluded.search(" ".join(words)):
+            continue
+        end = match.end() + len(" ".join(words))
+        kind = match.group(1).lower() in ("the", "a", "an") and bool(
+            re.search(r"\b(?:was|is|were|are)\s+$", sentence[: match.start()], re.IGNORECASE)
+        )
+        found.append(_Antecedent(match.start(), end, text, _plural_noun(words[-1]), kind))
+    for match in _PROPER_NOUN.finditer(sentence):
+        name = match.group(0)
+        if name.split()[0] in _NOT_NAMES or excluded.search(name):
+            continue
+        if any(a.start <= match.start() < a.end for a in found):
+            continue
+        found.append(_Antecedent(match.start(), match.end(), name, False))
+    return sorted(found, key=lambda a: a.end)
+
+
+def _resolve_object_pronoun(body: str, after: int, previous: str | None,
+                            excluded: re.Pattern[str]) -> str | None:
+    """`body` with an object pronoun after the subject replaced by what it points at in the
+    previous sentence ("She grew them…" after "…was the peony." → "She grew peonies…");
+    the body unchanged when it has no such pronoun; None when the pronoun points at nothing
+    there."""
+    pronoun = _OBJECT_PRONOUN.search(body, after)
+    if pronoun is None:
+        return body
+    plural = pronoun.group("plural") is not None
+    candidates = _antecedents(previous or "", excluded)
+    agreeing = [a for a in candidates if a.plural == plural]
+    if agreeing:
+        chosen = agreeing[-1]
+        determiner, _, rest = chosen.text.partition(" ")
+        # "a quilt … she gave it away": once it is known, it is "the quilt".
+        text = f"the {rest}" if determiner.lower() in ("a", "an") and rest else chosen.text
+    elif plural and candidates and candidates[-1].kind:
+        # "Her favorite flower was the peony. She grew them…": the kind, in the plural.
+        *words, head = candidates[-1].text.split()[1:]
+        text = " ".join([*words, _pluralize(head)])
+    else:
+        return None
+    return body[: pronoun.start()] + text + body[pronoun.end():]
+
+
 def categorize(content: str) -> str:
     """Seed 000's category of a fact, from the first rule whose words it contains."""
     for category, pattern in _CATEGORY_RULES:
@@ -465,23 +574,30 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
 
     A sentence yields a fact when its subject is the legacy person: by name, nickname or
     kinship word ("Dad", "my mother", "Grandma Peggy"), or by "she"/"he"/"her"/"his" right
-    after the person was mentioned (by the user or the assistant). Questions, hypotheticals
-    and hedges ("if she had…", "maybe", "I think"), and sentences about the user or someone
-    else are skipped. A correction ("Actually, it was 1962") replaces the value it corrects.
+    after the person was mentioned (by the user or the assistant); the user may be in it
+    ("Rose taught me to play the piano"). Questions, hypotheticals and hedges ("if she
+    had…", "maybe", "I think"), sentences about the user or someone else, and sentences whose
+    object is a pronoun ("them", "it", "that") that the previous sentence does not resolve
+    are skipped; a resolved one is replaced ("She grew them" after "…was the peony." →
+    "Rose grew peonies"). A correction ("Actually, it was 1962") replaces the value it
+    corrects.
     """
     legacy = _legacy_for(legacy_name, aliases, lines)
     reference = legacy.reference()
     mention = legacy.mention()
     facts: list[ExtractedFact] = []
     focus_on_legacy = False
+    previous: str | None = None
     for line in lines:
         if line.role == "assistant":
             # The assistant's question sets who "she" is in the answer; its claims are not facts.
             focus_on_legacy = bool(mention.search(line.content)) or focus_on_legacy
+            previous = (split_sentences(line.content) or [previous])[-1]
             continue
         if line.role != "user":
             continue
         for sentence in split_sentences(line.content):
+            before, previous = previous, sentence
             correction = bool(_CORRECTION.match(sentence))
             body = _strip_lead_in(_CORRECTION.sub("", sentence, count=1).strip())
             if not body:
@@ -498,7 +614,10 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             if is_question(sentence) or _HEDGE.search(body):
                 continue
             if about_legacy:
-                content = _rewrite(body, subject, legacy.display)
+                resolved = _resolve_object_pronoun(body, subject.end, before, mention)
+                if resolved is None:
+                    continue
+                content = _rewrite(resolved, subject, legacy.display)
                 if not _says_something(content):
                     continue
                 fact = ExtractedFact(category=categorize(content), content=content)
