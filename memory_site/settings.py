@@ -177,6 +177,8 @@ TOKEN_ENCODING = env_str("TOKEN_ENCODING", "cl100k_base")
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 20000)
 CONVERSATION_TITLE_MAX_CHARS = env_int("CONVERSATION_TITLE_MAX_CHARS", 200)
 PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
+# Also in tokens, so that a persona always leaves room in CONTEXT_TOKEN_BUDGET.
+PERSONA_MAX_TOKENS = env_int("PERSONA_MAX_TOKENS", 1000)
 
 # --- Conversation memory: rolling summary (seed 002), archive (seed 000), session (seed 004) ---
 MEMORY_ROLLING_WINDOW_SIZE = env_int("MEMORY_ROLLING_WINDOW_SIZE", 14)

@@ -27,6 +27,8 @@ def conversation_create(
         errors["title"] = [f"At most {settings.CONVERSATION_TITLE_MAX_CHARS} characters."]
     if len(persona) > settings.PERSONA_MAX_CHARS:
         errors["persona"] = [f"At most {settings.PERSONA_MAX_CHARS} characters."]
+    elif count_tokens(persona) > settings.PERSONA_MAX_TOKENS:
+        errors["persona"] = [f"At most {settings.PERSONA_MAX_TOKENS} tokens."]
     errors = nul_errors(title=title, persona=persona) | errors
     if errors:
         raise ValidationError(errors)
