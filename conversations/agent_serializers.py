@@ -101,8 +101,8 @@ class ContextCutSerializer(serializers.Serializer):
     item = serializers.JSONField(
         allow_null=True,
         help_text="What went: a retrieved unit {id, kind, score}, a message {sequence, role}, "
-        "a fact {id}, a memory or place line, the latest message {sequence, kept_tokens}, or "
-        "null for a whole block.",
+        "a fact {id}, a memory or place line, the persona {kept_tokens, tokens}, the latest "
+        "message {sequence, kept_tokens}, or null for a whole block.",
     )
 
 
