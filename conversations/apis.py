@@ -19,7 +19,7 @@ from conversations.serializers import (
     MessageSerializer,
 )
 from facts.selectors import legacy_for_member
-from memory_site.api import error_responses, paginate, paginated
+from memory_site.api import Conflict, error_responses, paginate, paginated
 from memory_site.drf import service_errors
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -116,7 +116,11 @@ class MessageListCreateApi(APIView):
                 description="The message saved earlier with this Idempotency-Key; nothing "
                 "written.",
             ),
-            **error_responses(400, 401, 404),
+            **error_responses(
+                400, 401, 404, 409,
+                descriptions={409: "The Idempotency-Key was used for another message (other "
+                              "role or content); nothing written."},
+            ),
         },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -126,12 +130,15 @@ class MessageListCreateApi(APIView):
         key = idempotency_key(request)
         data = MessageInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with service_errors():
-            message, created = services.message_append(
-                conversation=conversation,
-                idempotency_key=key,
-                **data.validated_data,
-            )
+        try:
+            with service_errors():
+                message, created = services.message_append(
+                    conversation=conversation,
+                    idempotency_key=key,
+                    **data.validated_data,
+                )
+        except services.IdempotencyConflict as exc:
+            raise Conflict(str(exc)) from exc
         return Response(
             MessageSerializer(message).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,

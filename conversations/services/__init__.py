@@ -2,6 +2,7 @@
 
 from conversations.services.messages import (
     IDEMPOTENCY_KEY_MAX_CHARS,
+    IdempotencyConflict,
     conversation_close,
     conversation_create,
     message_append,
@@ -29,6 +30,7 @@ from conversations.services.turn import (
 
 __all__ = [
     "IDEMPOTENCY_KEY_MAX_CHARS",
+    "IdempotencyConflict",
     "TurnConflict",
     "TurnInProgress",
     "TurnProviderError",

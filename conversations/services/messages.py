@@ -16,6 +16,13 @@ from memory_site.text import nul_errors, reject_nul
 APPENDABLE_ROLES = {choice for choice in Message.Role.values}
 
 
+class IdempotencyConflict(Exception):
+    """The Idempotency-Key was already used in this conversation for a different message."""
+
+    def __init__(self) -> None:
+        super().__init__("This Idempotency-Key was already used for another message.")
+
+
 def conversation_create(
     *, user: AbstractBaseUser, legacy: Legacy, title: str = "", persona: str = ""
 ) -> Conversation:
@@ -73,7 +80,8 @@ def message_append(
     """Append a message with the next gap-free sequence number.
 
     Returns (message, created). With an idempotency key already used in this
-    conversation, the earlier message is returned and nothing is written.
+    conversation, the earlier message is returned and nothing is written; IdempotencyConflict
+    when that message has another role or content.
     """
     if role not in APPENDABLE_ROLES:
         raise ValidationError({"role": [f"Must be one of: {', '.join(sorted(APPENDABLE_ROLES))}."]})
@@ -83,7 +91,7 @@ def message_append(
             conversation=conversation, idempotency_key=idempotency_key
         ).first()
         if existing is not None:
-            return existing, False
+            return _replayed(existing, role=role, content=content), False
     try:
         with transaction.atomic():
             # The row lock serialises appends to one conversation; the counter is rolled
@@ -116,12 +124,19 @@ def message_append(
                 conversation=conversation, idempotency_key=idempotency_key
             ).first()
             if existing is not None:
-                return existing, False
+                return _replayed(existing, role=role, content=content), False
         raise
     conversation.message_count = locked.message_count
     conversation.last_message_at = locked.last_message_at
     apply_session_state(conversation, session_state_of(locked))
     return message, True
+
+
+def _replayed(existing: Message, *, role: str, content: str) -> Message:
+    """The message saved earlier with the same key, if it is the same message."""
+    if existing.role != role or existing.content != content:
+        raise IdempotencyConflict()
+    return existing
 
 
 SESSION_STATE_FIELDS = ("status", "active_topics", "open_loops", "pending_clarifications",

@@ -28,6 +28,7 @@ from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
 from conversations.services.messages import (
+    IdempotencyConflict,
     message_append,
     validate_idempotency_key,
     validate_message_content,
@@ -142,17 +143,18 @@ def turn_run(
     the turn of the same message, TurnProviderError when the LLM fails."""
     validate_message_content(content)
     idempotency_key = validate_idempotency_key(idempotency_key)
-    user_message, created = message_append(
-        conversation=conversation, role=Message.Role.USER, content=content,
-        idempotency_key=idempotency_key,
-    )
-    if not created and (
-        user_message.role != Message.Role.USER or user_message.content != content
-    ):
-        raise TurnConflict("This Idempotency-Key was already used for another message.")
-    with _turn_lock(user_message):
-        return _turn_locked(conversation=conversation, user_message=user_message,
-                            idempotency_key=idempotency_key, created=created)
+    try:
+        user_message, created = message_append(
+            conversation=conversation, role=Message.Role.USER, content=content,
+            idempotency_key=idempotency_key,
+        )
+        with _turn_lock(user_message):
+            return _turn_locked(conversation=conversation, user_message=user_message,
+                                idempotency_key=idempotency_key, created=created)
+    except IdempotencyConflict as exc:
+        # The reply's key (`<key>:reply`) too: a message appended with it by hand is not
+        # this turn's reply.
+        raise TurnConflict(str(exc)) from exc
 
 
 def _turn_locked(
