@@ -3,6 +3,7 @@
 import pytest
 from django.test import Client
 
+from agent_memory.models import AgentMemory, Place
 from conversations.models import Conversation, Message
 from tests.factories import ConversationFactory
 
@@ -74,9 +75,26 @@ def test_someone_elses_conversation_is_a_404(family, who):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     client = Client()
     client.force_login(getattr(family, who))
+    before = _written()
     assert client.get(f"/chat/{conversation.pk}").status_code == 404
-    assert client.post(f"/chat/{conversation.pk}/send", {"content": "hi"}).status_code == 404
+    # Content the offline agent would answer with a memory tool call, were the turn run.
+    send = {"content": "Remember that Rose loved the lake.", "idempotency_key": "k"}
+    assert client.post(f"/chat/{conversation.pk}/send", send).status_code == 404
+    assert client.post(f"/chat/{conversation.pk}/send", send,
+                       HTTP_HX_REQUEST="true").status_code == 404
+    assert _written() == before
     assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def _written() -> tuple:
+    """Every conversation row, message, memory and place: what a turn could write."""
+    return (
+        list(Conversation.objects.order_by("pk").values_list(
+            "pk", "message_count", "last_message_at", "turn_count", "status", "updated_at")),
+        Message.objects.count(),
+        AgentMemory.objects.count(),
+        Place.objects.count(),
+    )
 
 
 def test_anonymous_is_sent_to_sign_in(family):
