@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from agent_memory import services as memory_services
+from agent_memory.commands import command_run
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
 from conversations import services as conversation_services
 from conversations.models import Conversation, Message
@@ -175,6 +176,14 @@ def test_a_memory_id_with_nul_in_a_tool_call_is_not_found(family, owner_client, 
     response = owner_client.post(f"/api/tools/{name}", {"arguments": arguments}, format="json")
     assert response.status_code == 404
     assert response.json() == {"ok": False, "code": "not_found", "detail": detail}
+    assert _rows() == before
+
+
+def test_a_memory_command_with_nul_in_the_id_says_there_is_no_such_memory(family, memory):
+    before = _rows()
+    reply = command_run(user=family.owner, text="/memory delete ab\x00cdefg")
+    assert (reply.status, reply.code) == (404, "not_found")
+    assert reply.reply == "I have no memory with id 'ab\x00cdefg'. Use /memory to see the ids."
     assert _rows() == before
 
 
