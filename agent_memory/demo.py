@@ -7,26 +7,31 @@ from agent_memory.models import AgentMemory
 from conversations.models import Conversation
 from facts.models import Legacy
 
-# (category, subject, [content of version 1, 2, …], deleted?)
+# (category, subject, [content of version 1, 2, …], deleted?). The story is
+# conversations/demo.py's: Rose (1931–2019) is alice's and bob's mother.
 DEMO_MEMORIES = {
     "alice": [
         ("person", "Rose", [
-            "Rose Whitfield is Alice's grandmother",
-            "Rose Whitfield is Alice's grandmother; she taught Alice to bake bread",
-            "Rose Whitfield is Alice's grandmother; she taught Alice to bake rye bread "
-            "every Sunday",
+            "Rose Whitfield is Alice's mother",
+            "Rose Whitfield is Alice's mother; she taught Alice to play the piano",
+            "Rose Whitfield is Alice's mother; she taught Alice to play the piano at six and "
+            "baked bread for the whole street every Sunday",
         ], False),
-        ("project", "Birthday album", [
-            "Alice is collecting stories for Rose's 90th birthday album",
-            "Alice is collecting stories for Rose's 90th birthday album, due in June",
+        ("project", "Memorial album", [
+            "Alice is collecting family stories for an album about Rose",
+            "Alice is collecting family stories for an album about Rose, for what would have "
+            "been her 95th birthday",
         ], False),
         ("preference", None, ["Alice prefers short answers with dates written out"], False),
-        ("context", None, ["Alice lives in Leeds, two hours from the lake cabin"], False),
+        ("context", None, ["Alice lives in Columbus, two hours from the family's lake cabin"],
+         False),
         ("preference", None, ["Alice prefers to be called Ally"], True),
     ],
     "bob": [
-        ("person", "Walter", ["Walter is Bob's uncle and Rose's younger brother"], False),
-        ("preference", None, ["Bob likes hearing the old fishing stories at the lake"], False),
+        ("person", "Margaret", ["Margaret is Bob's aunt, the youngest of Rose's three sisters"],
+         False),
+        ("preference", None, ["Bob likes hearing Dad's old fishing stories from the lake cabin"],
+         False),
     ],
 }
 
@@ -59,7 +64,7 @@ def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
     if alice is not None and selectors.place_for_user(user=alice, place_id="lake-cabin") is None:
         services.place_add(
             user=alice, place_id="lake-cabin", name="The lake cabin",
-            notes="Rose's summer cabin on Lake Windermere",
+            notes="Rose and Henry's summer cabin on Lake Erie, near Port Clinton, Ohio",
             conversation=_first_conversation(alice, legacy),
         )
         lines.append("Place of interest for alice: The lake cabin")

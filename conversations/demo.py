@@ -1,4 +1,12 @@
-"""Demo data of the conversations app, written by `manage.py seed_demo` (idempotent)."""
+"""Demo data of the conversations app, written by `manage.py seed_demo` (idempotent).
+
+The demo family's story, which facts/demo.py and agent_memory/demo.py tell too: Rose Whitfield,
+alice's and bob's mother, was born in 1931 on a farm in Ohio, the eldest of four girls
+(Margaret was the youngest). She married their father, Henry Whitfield, in June 1955 at the
+little church on Main Street, was a nurse at St. Mary's Hospital in Dayton for thirty years,
+retired in 1994 and moved to Florida, and died in 2019. The family's summer cabin is on Lake
+Erie.
+"""
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -7,6 +15,8 @@ from conversations.models import Conversation
 from facts.models import Legacy
 
 DEMO_TITLE = "Remembering Mom (demo)"
+BOB_DEMO_TITLE = "Mom's Sunday calls (demo)"
+
 DEMO_TURNS = [
     ("Mom was a nurse at St. Mary's Hospital in Dayton for thirty years.",
      "Thirty years of caring for people. What did she love about it?"),
@@ -18,7 +28,7 @@ DEMO_TURNS = [
      "Peonies by the back door. Did she garden a lot?"),
     ("Mom loved gardening, especially in May. I still have her trowel.",
      "What a treasure to keep. How did she meet your father?"),
-    ("Mom married Dad in 1955 at the little church on Main Street.",
+    ("Mom married Dad, Henry Whitfield, in June 1955 at the little church on Main Street.",
      "A church wedding in 1955. Do you have photos?"),
     ("Remind me to ask my aunt for the wedding photos.",
      "I'll keep that in mind. What was she like as a person?"),
@@ -44,22 +54,47 @@ DEMO_TURNS = [
      "Every Sunday night, what a steady bond."),
 ]
 
+BOB_DEMO_TURNS = [
+    ("Mom called her sister Margaret every Sunday evening.",
+     "Every Sunday evening. What did they talk about?"),
+    ("Mostly the farm and the kids. Margaret was the youngest of the four girls.",
+     "The youngest of four. What else do you remember about your mom?"),
+    ("Mom took her tea with honey, never sugar.",
+     "Honey, never sugar. Did she keep things from those years?"),
+    ("She kept every birthday card she was ever sent.",
+     "Every single one? Where did she keep them?"),
+    ("In shoe boxes in the hall closet. We found forty boxes after she died in 2019.",
+     "Forty boxes of cards is a lot of love. Thank you for sharing her with me, Bob."),
+]
+# username → (title, turns): each member's closed conversation about the legacy.
+DEMO_CONVERSATIONS = {
+    "alice": (DEMO_TITLE, DEMO_TURNS),
+    "bob": (BOB_DEMO_TITLE, BOB_DEMO_TURNS),
+}
+
 
 def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
-    """A closed demo conversation of alice's about the legacy; return lines to print.
+    """A closed demo conversation of each demo member about the legacy; return lines to print.
 
-    Its rolling summaries, archived chunks and extracted facts are made by the jobs that the
+    Their rolling summaries, archived chunks and extracted facts are made by the jobs that the
     messages and the close enqueue after commit, as for any conversation (`make run`'s worker
     picks them up; the sweep would too)."""
-    alice = users["alice"]
-    conversation = Conversation.objects.filter(user=alice, legacy=legacy, title=DEMO_TITLE).first()
-    if conversation is None:
-        conversation = services.conversation_create(user=alice, legacy=legacy, title=DEMO_TITLE)
-        for said, answer in DEMO_TURNS:
-            services.message_append(conversation=conversation, role="user", content=said)
-            services.message_append(conversation=conversation, role="assistant", content=answer)
-        conversation = services.conversation_close(conversation=conversation)
-    return [
-        f"Conversation {conversation.title!r} (alice, closed): id={conversation.pk} "
-        f"messages={conversation.message_count}; its summaries and chunks are made by the worker",
-    ]
+    lines = []
+    for username, (title, turns) in DEMO_CONVERSATIONS.items():
+        user = users.get(username)
+        if user is None:
+            continue
+        conversation = Conversation.objects.filter(user=user, legacy=legacy, title=title).first()
+        if conversation is None:
+            conversation = services.conversation_create(user=user, legacy=legacy, title=title)
+            for said, answer in turns:
+                services.message_append(conversation=conversation, role="user", content=said)
+                services.message_append(conversation=conversation, role="assistant",
+                                        content=answer)
+            conversation = services.conversation_close(conversation=conversation)
+        lines.append(
+            f"Conversation {conversation.title!r} ({username}, closed): id={conversation.pk} "
+            f"messages={conversation.message_count}; its summaries and chunks are made by the "
+            "worker"
+        )
+    return lines

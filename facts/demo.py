@@ -10,18 +10,22 @@ from facts.services import fact_create
 SHARED = LegacyFact.Visibility.SHARED
 PRIVATE = LegacyFact.Visibility.PRIVATE
 
-# (category, content, visibility, taken from the member's demo conversation if there is one)
+# (category, content, visibility, taken from the member's demo conversation if there is one).
+# The story is conversations/demo.py's: Rose is alice's and bob's mother.
 DEMO_FACTS = {
     "alice": [
         ("personality", "{name} laughed easily and never held a grudge.", SHARED, False),
-        ("hobby", "{name} grew prize-winning dahlias in the back garden.", SHARED, True),
-        ("milestone", "{name} married Henry Whitfield in June 1962.", SHARED, False),
-        ("occupation", "{name} taught piano to half the children on Elm Street.", PRIVATE, True),
+        ("hobby", "{name} grew peonies by the back door.", SHARED, True),
+        ("milestone",
+         "{name} married Henry Whitfield in June 1955 at the little church on Main Street.",
+         SHARED, False),
+        ("occupation", "{name} was a nurse at St. Mary's Hospital in Dayton for thirty years.",
+         PRIVATE, True),
         ("habit", "{name} did the crossword in ink every Sunday morning.", PRIVATE, False),
     ],
     "bob": [
         ("relationship", "{name} called her sister Margaret every Sunday evening.", SHARED, True),
-        ("preference", "{name} took her tea with honey, never sugar.", SHARED, False),
+        ("preference", "{name} took her tea with honey, never sugar.", SHARED, True),
         ("hobby", "{name} sang alto in the church choir for thirty years.", PRIVATE, False),
         ("other", "{name} kept every birthday card she was ever sent.", PRIVATE, True),
     ],

@@ -28,7 +28,20 @@ def test_seed_demo_gives_both_members_shared_and_private_facts():
     bob = legacy.memberships.get(user__username="bob").user
     seen_by_bob = selectors.facts_visible_to(bob, legacy)
     assert seen_by_bob.count() == 4 + 3
-    assert "Rose grew prize-winning dahlias in the back garden." in [f.content for f in seen_by_bob]
+    assert "Rose grew peonies by the back door." in [f.content for f in seen_by_bob]
+    # The jobs of the demo conversations have not run (nothing is committed in a test), so
+    # the sourced facts point at each member's first messages: alice's 34, bob's 10.
+    sourced = LegacyFact.objects.filter(legacy=legacy, source_conversation__isnull=False)
+    assert sorted(
+        sourced.values_list("user__username", "category", "source_conversation__title",
+                            "source_range_start", "source_range_end")
+    ) == [
+        ("alice", "hobby", "Remembering Mom (demo)", 0, 20),
+        ("alice", "occupation", "Remembering Mom (demo)", 0, 20),
+        ("bob", "other", "Mom's Sunday calls (demo)", 0, 10),
+        ("bob", "preference", "Mom's Sunday calls (demo)", 0, 10),
+        ("bob", "relationship", "Mom's Sunday calls (demo)", 0, 10),
+    ]
 
 
 def test_demo_facts_point_at_the_member_conversation_when_there_is_one():
