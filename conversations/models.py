@@ -39,6 +39,11 @@ class Conversation(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_message_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # Consecutive failures to archive the oldest due batch (a failed archive stores nothing
+    # else), so that the sweep backs off instead of calling a failing provider every minute.
+    archive_failures = models.PositiveIntegerField(default=0)
+    archive_failed_at = models.DateTimeField(null=True, blank=True)
+    archive_error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,13 +1,31 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Count,
+    DateTimeField,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Func,
+    Max,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Coalesce, Least, Power
 from django.http import Http404
+from django.utils import timezone
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 
@@ -64,10 +82,76 @@ def last_summarized_end(*, conversation: Conversation) -> int:
     return end or 0
 
 
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _retry_at(failed_at: str, failures: str) -> ExpressionWrapper:
+    """When work that failed `failures` times in a row, last at `failed_at`, may be tried
+    again: MEMORY_RETRY_BACKOFF_SECONDS doubled for each failure after the first, at most
+    MEMORY_RETRY_BACKOFF_MAX_SECONDS. NULL when it has not failed."""
+    # 2**30 times any base exceeds any cap; the bound keeps power() finite after years of failing.
+    doublings = Least(F(failures) - 1, Value(30))
+    seconds = Least(
+        Value(float(settings.MEMORY_RETRY_BACKOFF_SECONDS))
+        * Power(Value(2.0), doublings, output_field=FloatField()),
+        Value(float(settings.MEMORY_RETRY_BACKOFF_MAX_SECONDS)),
+        output_field=FloatField(),
+    )
+    interval = Func(seconds, template="make_interval(secs => %(expressions)s)",
+                    output_field=DurationField())
+    return ExpressionWrapper(F(failed_at) + interval, output_field=DateTimeField())
+
+
+def _with_retry_times(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """Annotate `summary_retry_at` (from the rolling summaries that failed since the latest
+    completed one) and `archive_retry_at` (from the archive failures in a row); NULL for no
+    failure."""
+    memories = ConversationMemory.objects.filter(conversation=OuterRef("pk"))
+    failed = memories.filter(
+        status=ConversationMemory.Status.FAILED, created_at__gt=OuterRef("summary_since")
+    )
+    return conversations.annotate(
+        summary_since=Coalesce(
+            Subquery(
+                memories.filter(status=ConversationMemory.Status.COMPLETED)
+                .order_by("-created_at").values("created_at")[:1]
+            ),
+            Value(_NEVER),
+        ),
+    ).annotate(
+        summary_failures=Coalesce(
+            Subquery(failed.order_by().values("conversation").annotate(n=Count("pk")).values("n")),
+            Value(0),
+        ),
+        # When the last failed attempt started: a row the sweep recovered from a dead worker
+        # failed long before it was marked, and waits no longer for that.
+        summary_failed_at=Subquery(failed.order_by("-created_at").values("created_at")[:1]),
+    ).annotate(
+        summary_retry_at=_retry_at("summary_failed_at", "summary_failures"),
+        archive_retry_at=_retry_at("archive_failed_at", "archive_failures"),
+    )
+
+
+class RetryTimes(NamedTuple):
+    """When the conversation's rolling summary and archive may be tried again (None: now)."""
+
+    summary: datetime | None
+    archive: datetime | None
+
+
+def memory_retry_times(*, conversation: Conversation) -> RetryTimes:
+    summary, archive = _with_retry_times(Conversation.objects.filter(pk=conversation.pk)).values_list(
+        "summary_retry_at", "archive_retry_at"
+    ).get()
+    return RetryTimes(summary=summary, archive=archive)
+
+
 def conversations_due_for_summarization() -> QuerySet[Conversation]:
-    """Every conversation a summarisation job has work for: a rolling summary behind its last
-    message (and none processing), more than SUMMARIZATION_THRESHOLD unarchived messages, or a
-    closed conversation with an unarchived tail."""
+    """Every conversation a summarisation job has work for, now: a rolling summary behind its
+    last message (and none processing), more than SUMMARIZATION_THRESHOLD unarchived
+    messages, or a closed conversation with an unarchived tail — each only once the backoff
+    after its failures in a row has passed (`_retry_at`)."""
+    now = timezone.now()
     completed = ConversationMemory.objects.filter(
         conversation=OuterRef("pk"), status=ConversationMemory.Status.COMPLETED
     ).order_by("-end_sequence").values("end_sequence")[:1]
@@ -78,20 +162,23 @@ def conversations_due_for_summarization() -> QuerySet[Conversation]:
         "-message_range_end"
     ).values("message_range_end")[:1]
     last = F("message_count") - 1
+    summary_due = (
+        Q(message_count__gt=settings.MEMORY_SUMMARIZE_AFTER_SEQ, is_processing=False)
+        & (Q(completed_end__isnull=True) | Q(completed_end__lt=last))
+        & (Q(summary_retry_at__isnull=True) | Q(summary_retry_at__lte=now))
+    )
+    archive_due = (
+        Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
+        | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
+    ) & (Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
     return (
-        Conversation.objects.annotate(
+        _with_retry_times(Conversation.objects.all())
+        .annotate(
             completed_end=Subquery(completed),
             archived_end=Coalesce(Subquery(archived), Value(0)),
             is_processing=Exists(processing),
         )
-        .filter(
-            Q(
-                message_count__gt=settings.MEMORY_SUMMARIZE_AFTER_SEQ,
-                is_processing=False,
-            ) & (Q(completed_end__isnull=True) | Q(completed_end__lt=last))
-            | Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
-            | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
-        )
+        .filter(summary_due | archive_due)
         .order_by("last_message_at")
     )
 

@@ -194,6 +194,10 @@ MEMORY_PROCESSING_TIMEOUT_SECONDS = env_int("MEMORY_PROCESSING_TIMEOUT_SECONDS",
 CONVERSATION_IDLE_CLOSE_MINUTES = env_int("CONVERSATION_IDLE_CLOSE_MINUTES", 60)
 # Applied to the django-q2 schedule when migrating; edit the schedule in the admin afterwards.
 MEMORY_SWEEP_INTERVAL_MINUTES = env_int("MEMORY_SWEEP_INTERVAL_MINUTES", 1)
+# After n failures in a row (rolling summary or archive batch), the sweep waits this long
+# doubled n-1 times, at most the maximum, before trying the conversation again.
+MEMORY_RETRY_BACKOFF_SECONDS = env_int("MEMORY_RETRY_BACKOFF_SECONDS", 60)
+MEMORY_RETRY_BACKOFF_MAX_SECONDS = env_int("MEMORY_RETRY_BACKOFF_MAX_SECONDS", 3600)
 EXTRACTIVE_SUMMARY_TOKEN_LIMIT = env_int("EXTRACTIVE_SUMMARY_TOKEN_LIMIT", 200)
 SESSION_ACTIVE_TOPICS_MAX = env_int("SESSION_ACTIVE_TOPICS_MAX", 5)
 SESSION_OPEN_LOOPS_MAX = env_int("SESSION_OPEN_LOOPS_MAX", 10)

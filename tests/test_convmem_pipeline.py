@@ -280,7 +280,7 @@ def test_sweep_recovers_stuck_rows_and_redoes_them(conversation):
     stuck = summarization.memory_begin(conversation=conversation)
     ConversationMemory.objects.filter(pk=stuck.pk).update(
         created_at=stuck.created_at - timedelta(minutes=6))
-    assert tasks.sweep() == {"recovered": 1, "closed": 0, "enqueued": 1}
+    assert tasks.sweep() == {"recovered": 1, "closed": 0, "enqueued": 1, "already_queued": 0}
     stuck.refresh_from_db()
     assert (stuck.status, stuck.error) == ("failed", summarization.STUCK_ERROR)
     assert selectors.latest_completed_memory(conversation=conversation).end_sequence == 7

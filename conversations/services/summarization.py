@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from conversations import selectors, tasks
@@ -259,16 +260,50 @@ def _release_archive_lock(conversation: Conversation) -> None:
         cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [ARCHIVE_LOCK_NAMESPACE, key])
 
 
-def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
+def _archive_failed(conversation: Conversation, exc: Exception) -> None:
+    """Count one more archive failure in a row; the sweep backs off on it."""
+    try:
+        Conversation.objects.filter(pk=conversation.pk).update(
+            archive_failures=F("archive_failures") + 1, archive_failed_at=timezone.now(),
+            archive_error=f"{type(exc).__name__}: {exc}"[:2000],
+        )
+    except DatabaseError:
+        # The database itself may be what failed; the range stays due either way.
+        logger.exception("Could not record the archive failure of %s", conversation.pk)
+
+
+def _archive_succeeded(conversation: Conversation) -> None:
+    Conversation.objects.filter(pk=conversation.pk, archive_failures__gt=0).update(
+        archive_failures=0, archive_failed_at=None, archive_error=""
+    )
+
+
+def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool = False) -> CatchUpResult:
     """The summarisation job's work: the rolling summary, then archived batches oldest first,
     at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them, and no new batch once the job has run
     for SUMMARIZATION_JOB_TIME_BUDGET_SECONDS (so that a job ends well inside Q_TIMEOUT, see
     memory_site.checks). A closed conversation archives its tail too. `more_due` says that
-    batches remain for another job."""
+    batches remain for another job.
+
+    With `respect_backoff` (the sweep's jobs), the rolling summary or the archive is skipped
+    while its failures in a row are backing off (`selectors.memory_retry_times`); an archive
+    failure counts towards that backoff, a successful batch resets it."""
     started = time.monotonic()
     final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
-    memory = memory_summarize(conversation=conversation, final=final)
+    now = timezone.now()
+    retry = (
+        selectors.memory_retry_times(conversation=conversation) if respect_backoff
+        else selectors.RetryTimes(summary=None, archive=None)
+    )
+    memory = None
+    if retry.summary is not None and retry.summary > now:
+        logger.debug("Summarizing %s is backing off until %s", conversation.pk, retry.summary)
+    else:
+        memory = memory_summarize(conversation=conversation, final=final)
     chunks: list[ConversationChunk] = []
+    if retry.archive is not None and retry.archive > now:
+        logger.debug("Archiving %s is backing off until %s", conversation.pk, retry.archive)
+        return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
     # A session-level lock: another worker archiving this conversation makes this job skip
     # the archive instead of paying for the same provider call twice.
     if not _try_archive_lock(conversation):
@@ -287,10 +322,13 @@ def conversation_catch_up(*, conversation: Conversation) -> CatchUpResult:
             except (LLMError, EmbeddingError, DatabaseError) as exc:
                 logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
                                due[0], due[1], conversation.pk, exc)
+                _archive_failed(conversation, exc)
                 return CatchUpResult(memory=memory, chunks=chunks, more_due=False,
                                      error=f"{type(exc).__name__}: {exc}")
             if chunk is None:
                 return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+            if not chunks:
+                _archive_succeeded(conversation)
             chunks.append(chunk)
         more = archive_range_due(conversation=conversation, final=final) is not None
         return CatchUpResult(memory=memory, chunks=chunks, more_due=more)
