@@ -158,6 +158,19 @@ def test_valid_json_output(openai_llm, openai_server):
     assert "[0] user: Mom was a nurse." in request.messages[1]["content"]
 
 
+def test_nul_characters_in_model_output_are_dropped_before_storage(openai_llm, openai_server):
+    openai_server.chat_json({"summary": "They talked\u0000 about Rose.",
+                             "facts": [{"category": "occupation", "content": "Rose\u0000 was a nurse."},
+                                       {"category": "other", "content": "\u0000"}]})
+    result = openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield")
+    assert result.summary == "They talked about Rose."
+    assert [(f.category, f.content) for f in result.facts] == [("occupation", "Rose was a nurse.")]
+    openai_server.chat_json({"summary": "\u0000Rolling\u0000 summary."})
+    summary = openai_llm.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
+                                          legacy_name="Rose Whitfield")
+    assert summary == "Rolling summary."
+
+
 def test_malformed_output_is_retried_then_rejected(openai_llm, openai_server):
     openai_server.chat_text("{not json").chat_json({"summary": "x"}).chat_json(VALID)
     assert openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose").summary

@@ -96,6 +96,11 @@ class EmbeddingProvider(Protocol):
         """One vector of `dimensions` floats per text."""
 
 
+def clean_model_text(text: str) -> str:
+    """Model output as storable text: PostgreSQL text cannot hold NUL characters."""
+    return text.replace("\x00", "").strip()
+
+
 def parse_summary_extraction(data: Any) -> SummaryExtraction:
     """Validate seed 000's JSON shape; anything else raises LLMOutputError."""
     if not isinstance(data, dict):
@@ -116,5 +121,8 @@ def parse_summary_extraction(data: Any) -> SummaryExtraction:
             raise LLMOutputError(f"facts[{index}].category must be one of {FACT_CATEGORIES}")
         if not isinstance(content, str) or not content.strip():
             raise LLMOutputError(f"facts[{index}].content must be a non-empty string")
-        parsed.append(ExtractedFact(category=category, content=content.strip()))
-    return SummaryExtraction(summary=summary.strip(), facts=parsed)
+        if clean_model_text(content):
+            parsed.append(ExtractedFact(category=category, content=clean_model_text(content)))
+    if not clean_model_text(summary):
+        raise LLMOutputError("'summary' must be a non-empty string")
+    return SummaryExtraction(summary=clean_model_text(summary), facts=parsed)

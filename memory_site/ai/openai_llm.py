@@ -13,6 +13,7 @@ from memory_site.ai.base import (
     SummaryExtraction,
     ToolCall,
     TranscriptLine,
+    clean_model_text,
     parse_summary_extraction,
 )
 
@@ -53,9 +54,9 @@ Respond in JSON: {{"summary": "..."}}"""
 def parse_rolling_summary(data: Any) -> str:
     """`{"summary": "..."}` and nothing else, or LLMOutputError."""
     summary = data.get("summary") if isinstance(data, dict) else None
-    if not isinstance(summary, str) or not summary.strip():
+    if not isinstance(summary, str) or not clean_model_text(summary):
         raise LLMOutputError("'summary' must be a non-empty string")
-    return summary.strip()
+    return clean_model_text(summary)
 
 
 def _transcript(messages: list[TranscriptLine]) -> str:
