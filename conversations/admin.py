@@ -23,14 +23,32 @@ class MessageInline(admin.TabularInline):
         return False
 
 
+class ArchiveFailingFilter(admin.SimpleListFilter):
+    """Conversations whose archive batches keep failing (the sweep is backing off)."""
+
+    title = "archiving"
+    parameter_name = "archiving"
+
+    def lookups(self, request, model_admin):
+        return [("failing", "Failing")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "failing":
+            return queryset.filter(archive_failures__gt=0)
+        return queryset
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "user", "legacy", "status", "message_count", "turn_count",
-                    "last_message_at"]
-    list_filter = ["status", "created_at"]
+                    "archive_failures", "last_message_at"]
+    list_filter = ["status", ArchiveFailingFilter, "created_at"]
     search_fields = ["id", "title", "user__username", "legacy__name"]
     list_select_related = ["user", "legacy"]
     raw_id_fields = ["user", "legacy"]
+    # Counters and pipeline state are the services' to keep; staff read them here.
+    readonly_fields = ["message_count", "turn_count", "archive_failures", "archive_failed_at",
+                       "archive_error", "last_message_at", "closed_at"]
     inlines = [MessageInline]
 
 

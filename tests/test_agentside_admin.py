@@ -1,8 +1,8 @@
-"""The admin shows messages but cannot add, edit or delete them: the log is append-only."""
+"""The admin: messages are view-only (the log is append-only); failing archives are easy to find."""
 
 import pytest
 
-from conversations.models import Message
+from conversations.models import Conversation, Message
 from conversations.services import message_append
 from tests.factories import ConversationFactory
 
@@ -53,3 +53,19 @@ def test_staff_can_neither_add_nor_delete_messages(admin_client, message):
     # Not an action of this admin: the list is shown again and nothing is deleted.
     assert response.status_code == 200
     assert list(Message.objects.values_list("content", flat=True)) == ["Rose loved the lake."]
+
+
+def test_staff_find_conversations_whose_archiving_keeps_failing(admin_client, message):
+    failing = message.conversation
+    Conversation.objects.filter(pk=failing.pk).update(
+        archive_failures=3, archive_error="LLMError: timed out"
+    )
+    healthy = ConversationFactory(title="All fine")
+    response = admin_client.get("/admin/conversations/conversation/?archiving=failing")
+    assert response.status_code == 200
+    shown = {c.pk for c in response.context["cl"].result_list}
+    assert shown == {failing.pk}
+    assert healthy.pk not in shown
+    page = admin_client.get(f"/admin/conversations/conversation/{failing.pk}/change/")
+    assert "LLMError: timed out" in page.content.decode()
+    assert 'name="archive_failures"' not in page.content.decode()
