@@ -17,6 +17,7 @@ from conversations.retrieval import SearchHit
 from conversations.serializers import MessageSerializer
 from conversations.services.turn import TurnResult
 from facts.models import LegacyFact
+from facts.selectors import fact_label
 
 
 class SearchQuerySerializer(serializers.Serializer):
@@ -132,8 +133,11 @@ class ContextFactSerializer(serializers.Serializer):
     visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)
     marked = serializers.ChoiceField(
         choices=["personal", "shared"],
-        help_text="personal: the user's own fact; shared: shared by another member.",
+        help_text="The fact's mark in the prompt, which follows its visibility: personal = "
+        "private to this user, shared = visible to the whole family.",
     )
+    author = serializers.CharField(help_text="Username of the member who noted the fact.")
+    is_mine = serializers.BooleanField(help_text="true: the conversation's user noted it.")
 
 
 class ContextSummarySerializer(serializers.Serializer):
@@ -278,8 +282,8 @@ def context_payload(packet: ContextPacket) -> dict[str, Any]:
             "places": list(packet.section("places").items),
             "facts": [
                 {"id": str(f.pk), "category": f.category, "content": f.content,
-                 "visibility": f.visibility,
-                 "marked": "personal" if f.user_id == conversation.user_id else "shared"}
+                 "visibility": f.visibility, "marked": fact_label(f),
+                 "author": f.user.get_username(), "is_mine": f.user_id == conversation.user_id}
                 for f in facts
             ],
             "retrieved": [_hit(h) for h in packet.section("retrieved").keys],
