@@ -3,9 +3,12 @@
 import re
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Func, OuterRef, Q, QuerySet, Subquery, TextField
 from django.http import Http404
 
 from conversations.models import Message
@@ -131,6 +134,49 @@ def fact_source_messages(*, fact: LegacyFact) -> QuerySet[Message]:
         sequence__lt=fact.source_range_end,
         role__in=[Message.Role.USER, Message.Role.ASSISTANT],
     ).order_by("sequence")
+
+
+def _lexemes(expression: str) -> Func:
+    """The text's stemmed words, stopwords left out: PostgreSQL's text search with
+    SEARCH_TEXT_CONFIG, as the conversation search uses it."""
+    return Func(
+        SearchVector(expression, config=settings.SEARCH_TEXT_CONFIG),
+        function="tsvector_to_array",
+        output_field=ArrayField(TextField()),
+    )
+
+
+def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
+    """The author's own message(s) of the source range that the fact was taken from: the user
+    messages sharing the most words with the fact (stemmed, stopwords and the words of the
+    legacy's name left out, since every message about the person shares those), ties all
+    kept. None when no message shares a word: the fact was reworded or edited since.
+
+    What a fellow member sees of the source; the agent's replies never are."""
+    words, names = (
+        LegacyFact.objects.filter(pk=fact.pk)
+        .annotate(words=_lexemes("content"), names=_lexemes("legacy__name"))
+        .values_list("words", "names")
+        .get()
+    )
+    wanted = set(words) - set(names)
+    scored = [
+        (len(wanted & set(message.words)), message)
+        for message in fact_source_messages(fact=fact)
+        .filter(role=Message.Role.USER)
+        .annotate(words=_lexemes("content"))
+    ]
+    best = max((score for score, _ in scored), default=0)
+    return [message for score, message in scored if best and score == best]
+
+
+def fact_source_for_viewer(*, fact: LegacyFact, user: AbstractBaseUser) -> list[Message]:
+    """What the source page shows `user` of the fact's source: its author, the whole range
+    (fact_source_messages); anyone else who may see the fact, only the author's message(s)
+    it was taken from (fact_source_matching_messages)."""
+    if fact.user_id == user.pk:
+        return list(fact_source_messages(fact=fact))
+    return fact_source_matching_messages(fact=fact)
 
 
 FACTS_FENCE = "legacy_facts"

@@ -109,16 +109,20 @@ def test_review_share_edit_delete_and_follow_a_fact_to_its_transcript(
     expect(shared_row.locator(".author")).to_have_text("owner")
     expect(shared_row.get_by_role("switch")).to_have_count(0)
 
-    # The member follows it to its source: the messages it came from, not the whole
-    # conversation, which stays the owner's.
+    # The member follows it to its source: only the owner's message it was taken from, not
+    # the agent's replies nor the rest of the conversation, which stay the owner's.
     shared_row.get_by_role("link", name="from one of their conversations, messages 0–3").click()
     expect(member).to_have_url(f"{live_server.url}/facts/{story['dahlias'].pk}/source")
     expect(member.get_by_role("heading", name="Where this fact came from")).to_be_visible()
     expect(member.locator(".fact-content")).to_have_text(
         "Rose won the county show with her dahlias three years running."
     )
-    expect(member.locator("li.msg")).to_have_count(4)
-    expect(member.locator("li.msg").first).to_contain_text("every spring morning in the garden")
+    expect(member.locator("li.msg")).to_have_count(1)
+    expect(member.locator("li.msg")).to_contain_text(
+        "Dahlias, mostly. She won the county show with them three years running."
+    )
+    expect(member.get_by_text("every spring morning in the garden")).to_have_count(0)
+    expect(member.get_by_text("What did she grow there?")).to_have_count(0)
     expect(member.get_by_text("Thank you for sharing that memory.")).to_have_count(0)
     expect(member.get_by_text("Remembering the garden")).to_have_count(0)
     expect(member.get_by_role("link", name="Open the whole conversation")).to_have_count(0)

@@ -1,5 +1,6 @@
-"""The source of a fact, `/facts/<id>/source`: who may open it, and that it shows only the
-messages of the fact's source range, never the rest of the author's conversation."""
+"""The source of a fact, `/facts/<id>/source`: who may open it; that its author sees the
+messages of the fact's source range, never the rest of the conversation; and that a fellow
+member sees only the author's own message(s) the fact was taken from."""
 
 import uuid
 
@@ -13,25 +14,32 @@ pytestmark = pytest.mark.django_db
 
 TITLE = "A very private call about the will"
 
+# The owner's conversation; the facts below come from messages 1–6 (range 1 to 7).
+LINES = [
+    ("user", "Before we start: the will is with the lawyer in Dayton."),
+    ("assistant", "Of course. Tell me about Rose."),
+    ("user", "Mum kept bees behind the barn, <b>three</b> hives."),
+    ("assistant", "Bees! Did she keep the honey for herself?"),
+    ("user", "She sold honey at the church fair; the bees once stung Henry."),
+    ("assistant", "What else did she love?"),
+    ("user", "Honestly, I miss her every day. Rose Whitfield was my whole world."),
+    ("user", "Outside the range: she kept bees in 1980 too."),
+]
+
 
 @pytest.fixture
 def conversation(family):
-    """Six messages of the owner's; the facts below come from messages 2 and 3."""
     conversation = ConversationFactory(legacy=family.legacy, user=family.owner, title=TITLE)
-    for sequence in range(6):
-        MessageFactory(
-            conversation=conversation, sequence=sequence,
-            role="user" if sequence % 2 == 0 else "assistant",
-            content=f"Message number {sequence} <b>not bold</b>",
-        )
+    for sequence, (role, content) in enumerate(LINES):
+        MessageFactory(conversation=conversation, sequence=sequence, role=role, content=content)
     return conversation
 
 
-def _fact(family, conversation, visibility: str) -> LegacyFact:
+def _fact(family, conversation, visibility: str, content: str = "") -> LegacyFact:
     return LegacyFactFactory(
         legacy=family.legacy, user=family.owner, category="hobby",
-        content=f"Rose kept bees ({visibility}).", visibility=visibility,
-        source_conversation=conversation, source_range_start=2, source_range_end=4,
+        content=content or f"Rose kept bees ({visibility}).", visibility=visibility,
+        source_conversation=conversation, source_range_start=1, source_range_end=7,
     )
 
 
@@ -43,6 +51,11 @@ def _client(user) -> Client:
 
 def _source_url(fact: LegacyFact) -> str:
     return f"/facts/{fact.pk}/source"
+
+
+def _shown(html: str) -> list[int]:
+    """The sequences of the messages the page shows."""
+    return [sequence for sequence in range(len(LINES)) if f'id="m-{sequence}"' in html]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +79,7 @@ def test_who_may_open_the_source_of_a_fact(family, conversation, caller, visibil
     if status == 200:
         assert f"Rose kept bees ({visibility})." in html
     else:
-        assert "Rose kept bees" not in html and "Message number" not in html
+        assert "Rose kept bees" not in html and "Mum kept bees" not in html
 
 
 def test_the_source_of_a_fact_needs_sign_in(family, conversation):
@@ -86,41 +99,107 @@ def test_unknown_or_malformed_ids_and_other_methods(family, conversation):
     assert plain.post(_source_url(fact)).status_code == 405
 
 
-def test_a_fellow_member_sees_only_the_messages_of_the_source_range(family, conversation):
+def test_a_fellow_member_sees_only_the_users_message_the_fact_was_taken_from(
+    family, conversation
+):
     fact = _fact(family, conversation, "shared")
-    html = _client(family.member).get(_source_url(fact)).content.decode()
+    response = _client(family.member).get(_source_url(fact))
+    assert response.status_code == 200
+    html = response.content.decode()
 
+    # Not the assistant's reply that also speaks of bees, not the user's message that shares
+    # one word with the fact, not the unrelated ones, nothing outside the range.
+    assert _shown(html) == [2]
     assert '<li id="m-2" class="msg role-user in-range">' in html
-    assert '<li id="m-3" class="msg role-assistant in-range">' in html
-    for sequence in (0, 1, 4, 5):
-        assert f"Message number {sequence}" not in html
-        assert f'id="m-{sequence}"' not in html
-    assert "&lt;b&gt;not bold&lt;/b&gt;" in html and "<b>not bold</b>" not in html
+    assert "Mum kept bees behind the barn, &lt;b&gt;three&lt;/b&gt; hives." in html
+    for sequence, (_, content) in enumerate(LINES):
+        if sequence != 2:
+            assert content.replace("'", "&#x27;") not in html
+    assert "Bees!" not in html and "sold honey" not in html and "lawyer" not in html
     assert TITLE not in html
-    assert '<strong class="author">owner</strong>' in html
-    assert 'Messages 2–3 of one of <strong class="author">owner</strong>’s conversations' in html
-    assert "The rest of the conversation stays private to owner." in html
+    assert (
+        'Taken from messages 1–6 of <strong class="author">owner</strong>’s conversation with '
+        "the agent." in html
+    )
+    assert (
+        "Below is only what owner said there that the fact comes from; the agent’s replies "
+        "and the rest of the conversation stay private to owner." in html
+    )
     # The whole conversation stays the author's: no link to it for anyone else.
     assert f"/conversations/{conversation.pk}" not in html
 
 
-def test_the_author_also_gets_a_link_to_the_whole_conversation(family, conversation):
+def test_the_facts_stemmed_words_choose_the_message_and_ties_are_all_shown(family, conversation):
+    sold = _fact(family, conversation, "shared", "Rose sold honey at the church fair.")
+    assert _shown(_client(family.member).get(_source_url(sold)).content.decode()) == [4]
+
+    # Two words each: "kept" and "bees" in message 2, "bees" and "stung" in message 4.
+    both = _fact(family, conversation, "shared", "Rose kept bees that stung.")
+    html = _client(family.member).get(_source_url(both)).content.decode()
+    assert _shown(html) == [2, 4]
+    assert "Bees!" not in html
+
+    # Stemmed: "peonies" finds "peony".
+    MessageFactory(conversation=conversation, sequence=8, role="user",
+                   content="Mum loved her peony beds by the porch.")
+    peonies = _fact(family, conversation, "shared", "Rose grew peonies.")
+    LegacyFact.objects.filter(pk=peonies.pk).update(source_range_end=9)
+    html = _client(family.member).get(_source_url(peonies)).content.decode()
+    assert 'id="m-8"' in html and _shown(html) == []
+    assert "Mum loved her peony beds by the porch." in html
+
+
+def test_names_and_stopwords_alone_do_not_choose_a_message(family, conversation):
+    """Message 6 says "Rose Whitfield was my whole world": the legacy's name and stopwords are
+    in every message about her, so a fact sharing only those shows no message text."""
+    fact = _fact(family, conversation, "shared", "Rose Whitfield was the one for all of us.")
+    html = _client(family.member).get(_source_url(fact)).content.decode()
+    assert _shown(html) == []
+    assert 'class="messages"' not in html
+    assert "whole world" not in html and "kept bees" not in html
+    assert (
+        'Taken from messages 1–6 of <strong class="author">owner</strong>’s conversation with '
+        "the agent." in html
+    )
+    assert "The conversation stays private to owner." in html
+    assert "These messages are no longer there." not in html
+
+
+def test_the_author_sees_the_whole_range_and_what_the_family_sees(family, conversation):
+    fact = _fact(family, conversation, "shared")
+    html = _client(family.owner).get(_source_url(fact)).content.decode()
+    assert _shown(html) == [1, 2, 3, 4, 5, 6]
+    assert "Bees! Did she keep the honey for herself?" in html
+    assert "Messages 1–6 of one of your conversations" in html
+    assert f'href="/conversations/{conversation.pk}?from=1&amp;to=7#m-1"' in html
+    assert "Family members who open this page see only your message marked" in html
+    assert html.count("shown to the family</span>") == 1
+    marked = html[html.index('id="m-2"'):html.index('id="m-3"')]
+    assert "shown to the family</span>" in marked
+
+
+def test_the_author_of_a_private_fact_gets_the_range_and_the_link(family, conversation):
     fact = _fact(family, conversation, "private")
     html = _client(family.owner).get(_source_url(fact)).content.decode()
-    assert "Messages 2–3 of one of your conversations" in html
-    assert f'href="/conversations/{conversation.pk}?from=2&amp;to=4#m-2"' in html
-    assert "Message number 4" not in html
+    assert _shown(html) == [1, 2, 3, 4, 5, 6]
+    assert "Messages 1–6 of one of your conversations" in html
+    assert f'href="/conversations/{conversation.pk}?from=1&amp;to=7#m-1"' in html
+    assert "Outside the range" not in html and "lawyer" not in html
+    assert "shown to the family" not in html and "Family members" not in html
 
 
 def test_tool_and_system_messages_of_the_range_are_not_shown(family, conversation):
-    MessageFactory(conversation=conversation, sequence=6, role="tool",
-                   content='{"memories": "her private note"}')
-    MessageFactory(conversation=conversation, sequence=7, role="user", content="Bees again.")
+    MessageFactory(conversation=conversation, sequence=8, role="tool",
+                   content='{"memories": "her private note about the bees she kept"}')
+    MessageFactory(conversation=conversation, sequence=9, role="system",
+                   content="Bees kept here.")
+    MessageFactory(conversation=conversation, sequence=10, role="user", content="Bees again.")
     fact = _fact(family, conversation, "shared")
-    LegacyFact.objects.filter(pk=fact.pk).update(source_range_start=6, source_range_end=8)
-    html = _client(family.member).get(_source_url(fact)).content.decode()
-    assert "her private note" not in html
-    assert "Bees again." in html
+    LegacyFact.objects.filter(pk=fact.pk).update(source_range_start=8, source_range_end=11)
+    for user in (family.member, family.owner):
+        html = _client(user).get(_source_url(fact)).content.decode()
+        assert "her private note" not in html and "Bees kept here." not in html
+        assert "Bees again." in html
 
 
 def test_a_source_conversation_of_someone_else_is_never_shown(family):
@@ -135,6 +214,8 @@ def test_a_source_conversation_of_someone_else_is_never_shown(family):
     html = _client(family.owner).get(_source_url(fact)).content.decode()
     assert "The member's own words." not in html
     assert "These messages are no longer there." in html
+    html = _client(family.member).get(_source_url(fact)).content.decode()
+    assert "The member's own words." not in html and 'class="messages"' not in html
 
 
 def test_facts_without_a_range_or_a_conversation_say_so(family, conversation):
@@ -147,7 +228,7 @@ def test_facts_without_a_range_or_a_conversation_say_so(family, conversation):
     assert "added by hand" in client.get(_source_url(by_hand)).content.decode()
     html = client.get(_source_url(no_range)).content.decode()
     assert "the messages it came from were not recorded" in html
-    assert "Message number" not in html
+    assert "kept bees" not in html
 
 
 def test_the_facts_page_links_shared_facts_of_others_to_their_source(family, conversation):
@@ -155,11 +236,11 @@ def test_the_facts_page_links_shared_facts_of_others_to_their_source(family, con
     html = _client(family.member).get(f"/legacies/{family.legacy.pk}/facts").content.decode()
     assert (
         f'<a class="source" href="/facts/{shared.pk}/source">'
-        "from one of their conversations, messages 2–3</a>"
+        "from one of their conversations, messages 1–6</a>"
     ) in html
     assert f"/conversations/{conversation.pk}" not in html
 
     # The author's own facts keep linking to the whole transcript.
     html = _client(family.owner).get(f"/legacies/{family.legacy.pk}/facts").content.decode()
-    assert f'href="/conversations/{conversation.pk}?from=2&amp;to=4#m-2"' in html
+    assert f'href="/conversations/{conversation.pk}?from=1&amp;to=7#m-1"' in html
     assert f"/facts/{shared.pk}/source" not in html
