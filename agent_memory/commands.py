@@ -40,6 +40,13 @@ def format_memory_list(user: AbstractBaseUser) -> str:
     return "\n".join(lines)
 
 
+def is_memory_command(text: object) -> bool:
+    """Whether a chat message is a /memory command (its first word, any case): the chat page
+    and the turn API run it with command_run instead of an agent turn."""
+    words = text.split(maxsplit=1) if isinstance(text, str) else []
+    return bool(words) and words[0].lower() == "/memory"
+
+
 def command_run(*, user: AbstractBaseUser, text: object) -> CommandReply:
     """Run a chat command. Unknown or incomplete commands get the usage text (400); an id
     that is not one of the user's active memories gets a clear reply (404)."""

@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agent_memory.commands import command_run, is_memory_command
 from conversations import retrieval
 from conversations.agent_serializers import (
     CheckpointResponseSerializer,
@@ -17,6 +18,7 @@ from conversations.agent_serializers import (
     SearchResponseSerializer,
     TurnInputSerializer,
     TurnResponseSerializer,
+    command_turn_payload,
     context_payload,
     turn_payload,
 )
@@ -85,7 +87,9 @@ class ConversationTurnApi(APIView):
             200: OpenApiResponse(
                 TurnResponseSerializer,
                 description="A retry with the Idempotency-Key of a finished turn: its saved "
-                "reply, `replayed: true`, nothing written.",
+                "reply, `replayed: true`, nothing written. Or a `/memory` command (content "
+                "whose first word is /memory): its reply, `command: true` and `command_code`, "
+                "null messages, nothing written, no model call.",
             ),
             **error_responses(
                 400, 401, 404, 409,
@@ -105,11 +109,17 @@ class ConversationTurnApi(APIView):
         key = idempotency_key(request)
         data = TurnInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        content = data.validated_data["content"]
+        if is_memory_command(content):
+            # Seed 003: /memory is handled directly, without the agent. Always 200, so that
+            # a chat client shows the reply; command_code tells how the command went.
+            answer = command_run(user=request.user, text=content)
+            return Response(command_turn_payload(answer))
         try:
             with service_errors():
                 result = turn_run(
                     conversation=conversation,
-                    content=data.validated_data["content"],
+                    content=content,
                     idempotency_key=key,
                 )
         except TurnConflict as exc:

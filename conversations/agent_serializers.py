@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from agent_memory.commands import CommandReply
 from agent_memory.models import AgentMemory
 from conversations.checkpoint import (
     last_response_type,
@@ -209,8 +210,10 @@ class TurnToolCallSerializer(serializers.Serializer):
 
 class TurnResponseSerializer(serializers.Serializer):
     reply = serializers.CharField()
-    user_message = MessageSerializer()
-    assistant_message = MessageSerializer()
+    user_message = MessageSerializer(allow_null=True, help_text="null for a /memory command.")
+    assistant_message = MessageSerializer(
+        allow_null=True, help_text="null for a /memory command."
+    )
     tool_calls = TurnToolCallSerializer(many=True)
     token_counts = TokenCountsSerializer(
         allow_null=True, help_text="Of the context the reply was given (saved with the reply)."
@@ -220,6 +223,15 @@ class TurnResponseSerializer(serializers.Serializer):
     replayed = serializers.BooleanField(
         help_text="true: an earlier request with this Idempotency-Key already ran the turn; "
         "nothing new was written."
+    )
+    command = serializers.BooleanField(
+        help_text="true: the content was a /memory command, answered straight (seed 003): "
+        "no message saved, no model call, no summarisation."
+    )
+    command_code = serializers.ChoiceField(
+        choices=["ok", "invalid", "not_found"], allow_null=True,
+        help_text="The command's outcome, as POST /api/commands answers it (ok = 200, "
+        "invalid = 400, not_found = 404); null for an agent turn.",
     )
 
 
@@ -328,4 +340,22 @@ def turn_payload(result: TurnResult) -> dict[str, Any]:
         "cuts": packet.cuts if packet else saved.get("cuts", []),
         "warnings": packet.warnings if packet else saved.get("warnings", []),
         "replayed": result.replayed,
+        "command": False,
+        "command_code": None,
+    }
+
+
+def command_turn_payload(answer: CommandReply) -> dict[str, Any]:
+    """A /memory command's reply in the shape of a turn: nothing was saved or sent to a model."""
+    return {
+        "reply": answer.reply,
+        "user_message": None,
+        "assistant_message": None,
+        "tool_calls": [],
+        "token_counts": None,
+        "cuts": [],
+        "warnings": [],
+        "replayed": False,
+        "command": True,
+        "command_code": answer.code,
     }

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from agent_memory.commands import command_run, is_memory_command
 from conversations import selectors, services
 from conversations.agent_serializers import context_payload
 from conversations.context import ContextPacket, build_context
@@ -42,9 +43,11 @@ def _context_view(packet: ContextPacket) -> dict:
 
 
 def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
-                       status: int = 200, used: ContextPacket | None = None) -> HttpResponse:
+                       status: int = 200, used: ContextPacket | None = None,
+                       command: dict | None = None) -> HttpResponse:
     """The transcript beside a context: the one the last reply used when there is one (after
-    an htmx send), otherwise the one the next reply would get."""
+    an htmx send), otherwise the one the next reply would get. `command` is a /memory
+    exchange to show after the transcript, which is not part of it."""
     transcript = selectors.messages_for_conversation(conversation=conversation).filter(
         role__in=[Message.Role.USER, Message.Role.ASSISTANT]
     )
@@ -54,6 +57,7 @@ def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
         "packet": _context_view(used or build_context(conversation=conversation)),
         "context_used": used is not None,
         "error": error,
+        "command": command,
         # A fresh key per form: a double submit of the same form runs the turn once.
         "idempotency_key": uuid.uuid4(),
     }
@@ -99,21 +103,43 @@ def chat_conversation(request: HttpRequest, conversation_id: str) -> HttpRespons
     conversation = selectors.conversation_for_user(
         user=request.user, conversation_id=conversation_id
     )
-    return _conversation_page(request, conversation)
+    return _conversation_page(
+        request, conversation, command=request.session.pop(_command_key(conversation), None)
+    )
+
+
+def _command_key(conversation) -> str:
+    return f"chat-command:{conversation.pk}"
+
+
+def _memory_command(request: HttpRequest, conversation, content: str) -> HttpResponse:
+    """Seed 003's /memory, run straight: no message is saved, the agent is not called and
+    nothing is summarised; the page shows the command and its reply once."""
+    answer = command_run(user=request.user, text=content)
+    exchange = {"text": content.strip(), "reply": answer.reply}
+    if request.htmx:
+        return _conversation_page(request, conversation, command=exchange)
+    # Without JavaScript the reply survives the redirect in the session, for one page view.
+    request.session[_command_key(conversation)] = exchange
+    return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @login_required
 @require_POST
 def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    """Run one turn; htmx swaps in the transcript and the context, a plain form redirects."""
+    """Run one turn, or a /memory command; htmx swaps in the transcript and the context, a
+    plain form redirects."""
     conversation = selectors.conversation_for_user(
         user=request.user, conversation_id=conversation_id
     )
+    content = request.POST.get("content", "")
+    if is_memory_command(content):
+        return _memory_command(request, conversation, content)
     error = ""
     used = None
     try:
         result = turn_run(
-            conversation=conversation, content=request.POST.get("content", ""),
+            conversation=conversation, content=content,
             idempotency_key=request.POST.get("idempotency_key") or None,
         )
         used = result.packet

@@ -69,4 +69,14 @@ def test_a_new_user_talks_and_sees_the_context_beside_the_reply(browser, live_se
 
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # /memory is answered in place, straight from the memories: no message, no agent.
+    page.get_by_label("Your message").fill("/memory")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-command-reply")).to_contain_text("Your memories:")
+    expect(page.locator("#chat-command-reply")).to_contain_text(
+        "My sister Anna always brought the boat"
+    )
+    assert page.locator("header.topbar").count() == 1
+    assert Message.objects.filter(conversation__title="At the lake").count() == 5
     context.close()
