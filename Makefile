@@ -13,6 +13,8 @@ help:
 	@echo "make run      set up (if needed), migrate, serve on http://$(HOST):$(PORT) with a job worker"
 	@echo "make test     set up (if needed), lint and run the whole test suite"
 	@echo "make install  create .venv and install the project with its test dependencies"
+	@echo "make stop-db  stop the embedded PostgreSQL (it outlives make run for fast restarts)"
+	@echo "make clean-data  stop the embedded PostgreSQL and delete its data"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
@@ -27,9 +29,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT) (dashboard /, API /api/, docs /api/docs, admin /admin/)"
-	@trap 'kill 0' EXIT INT TERM; \
-	  $(PY) manage.py qcluster & \
-	  $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@PY=$(PY) HOST=$(HOST) PORT=$(PORT) bin/run
 
 worker: $(STAMP)
 	$(PY) manage.py qcluster
