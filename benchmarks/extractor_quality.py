@@ -1,9 +1,10 @@
 """Precision and recall of the offline fact extractor on the labelled sets in tests/data/.
 
 Run: .venv/bin/python benchmarks/extractor_quality.py [path.json ...]
-A predicted fact matches a labelled one when their word sets overlap with a Jaccard
-similarity of at least MATCH_THRESHOLD (one-to-one, best pairs first); the category
-is scored separately on the matched pairs.
+Each conversation is one batch; its kinship aliases are computed from all its user messages,
+as conversations.services.summarization does. A predicted fact matches a labelled one when
+their word sets overlap with a Jaccard similarity of at least MATCH_THRESHOLD (one-to-one,
+best pairs first); the category is scored separately on the matched pairs.
 """
 
 import json
@@ -65,7 +66,7 @@ class Report:
 def evaluate(path: Path) -> Report:
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.ai.base import TranscriptLine
-    from memory_site.ai.extractive import extract_facts
+    from memory_site.ai.extractive import extract_facts, kinship_aliases
 
     data = json.loads(path.read_text())
     report = Report(name=path.stem)
@@ -74,7 +75,11 @@ def evaluate(path: Path) -> Report:
             TranscriptLine(sequence=i, role=m["role"], content=m["content"])
             for i, m in enumerate(conversation["messages"])
         ]
-        predicted = extract_facts(lines, conversation["legacy_name"], conversation["aliases"])
+        # As the pipeline does: the kinship words that mean the person, from all the user said.
+        kin = kinship_aliases([line.content for line in lines if line.role == "user"],
+                              conversation["legacy_name"], conversation["aliases"])
+        predicted = extract_facts(lines, conversation["legacy_name"],
+                                  [*conversation["aliases"], *kin])
         gold = conversation["facts"]
         report.predicted += len(predicted)
         report.labelled += len(gold)

@@ -3,19 +3,24 @@
 import pytest
 
 from memory_site.ai import TranscriptLine
-from memory_site.ai.extractive import extract_facts
+from memory_site.ai.extractive import extract_facts, kinship_aliases
 
 
-def facts_of(*pairs):
+def facts_of(*pairs, aliases=("Rose",)):
+    """Facts of one batch, with the kinship aliases the pipeline would pass for it."""
     lines = [TranscriptLine(sequence=i, role=role, content=text)
              for i, (role, text) in enumerate(pairs)]
-    return [(f.category, f.content) for f in extract_facts(lines, "Rose Whitfield", ("Rose",))]
+    kin = kinship_aliases([text for role, text in pairs if role == "user"], "Rose Whitfield",
+                          aliases)
+    return [(f.category, f.content)
+            for f in extract_facts(lines, "Rose Whitfield", [*aliases, *kin])]
 
 
 def test_them_after_a_kind_is_the_kind_in_the_plural():
     assert facts_of(
         ("assistant", "What did your mother love?"),
         ("user", "Her favorite flower was the peony. She grew them by the back door."),
+        aliases=("Rose", "Mom"),  # as an earlier batch's "my mom, Rose" establishes
     ) == [("preference", "Rose's favorite flower was the peony."),
           ("hobby", "Rose grew peonies by the back door.")]
 

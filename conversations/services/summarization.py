@@ -20,6 +20,7 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.services import messages as message_services
 from facts.services import fact_create
 from memory_site.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
+from memory_site.ai.extractive import kinship_aliases
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,19 @@ def legacy_aliases(legacy_name: str) -> list[str]:
     if len(plain) > 1:
         aliases.append(plain[0])
     return [alias.strip() for alias in dict.fromkeys(aliases) if alias.strip()]
+
+
+def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
+    """What the legacy is called in messages before `end`: their first name and nickname,
+    and the kinship words the user tied to them in ALL their messages so far (rules in
+    docs/quality.md), so a batch that only says "Mom" knows Mom is Rose when an earlier
+    batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad."""
+    name = conversation.legacy.name
+    names = legacy_aliases(name)
+    said = Message.objects.filter(
+        conversation=conversation, role=Message.Role.USER, sequence__lt=end
+    ).order_by("sequence").values_list("content", flat=True)
+    return [*names, *kinship_aliases(list(said), name, names)]
 
 
 def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:
@@ -205,7 +219,8 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
         return None
     legacy = conversation.legacy
     extraction = get_llm().summarize_and_extract(
-        messages=lines, legacy_name=legacy.name, aliases=legacy_aliases(legacy.name)
+        messages=lines, legacy_name=legacy.name,
+        aliases=conversation_aliases(conversation=conversation, end=end),
     )
     vectors = get_embedder().embed([extraction.summary])
     if len(vectors) != 1 or len(vectors[0]) != settings.EMBEDDING_DIMENSIONS:

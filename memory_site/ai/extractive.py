@@ -6,7 +6,7 @@ rules, and how well they do on the labelled set in tests/data/, are in docs/qual
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_site.ai.base import ChatReply, ExtractedFact, SummaryExtraction, TranscriptLine
@@ -36,17 +36,42 @@ _NOT_NAMES = frozenset(
 )
 
 # --- who is who ----------------------------------------------------------------------------
-FEMALE_KIN = ("mom", "mother", "mum", "mommy", "mama", "ma", "grandma", "grandmother",
-              "granny", "gran", "nana", "nan", "grandmom", "wife")
-MALE_KIN = ("dad", "father", "daddy", "papa", "pa", "pop", "pops", "grandpa", "grandfather",
-            "granddad", "grandad", "husband")
-SPOUSE_KIN = ("wife", "husband")
-KIN_TITLES = ("Grandma", "Grandpa", "Nana", "Papa", "Granny", "Aunt", "Uncle", "Auntie",
-              "Mrs.", "Mrs", "Mr.", "Mr", "Mom", "Dad", "Mama", "Gran", "Grandad", "Granddad")
-OTHER_PEOPLE = ("brother", "sister", "son", "daughter", "uncle", "aunt", "cousin", "friend",
-                "neighbor", "neighbour", "boss", "kids", "children", "niece", "nephew",
-                "grandson", "granddaughter", "wife", "husband", "mother", "father", "mom",
-                "dad", "grandmother", "grandfather")
+# Kinship words by family. Which family (if any) means the legacy is decided per conversation
+# (see kinship_aliases); a family that does stands for them in every form ("my mom, Rose"
+# makes "Mother" and "Mama" Rose too).
+KIN_FAMILIES: dict[str, tuple[str, ...]] = {
+    "mother": ("mom", "mother", "mum", "mommy", "mummy", "mama", "mamma", "momma", "ma"),
+    "father": ("dad", "father", "daddy", "papa", "pa", "pop", "pops"),
+    "grandmother": ("grandma", "grandmother", "granny", "gran", "nana", "nanna", "nan",
+                    "grandmom", "grandmama"),
+    "grandfather": ("grandpa", "grandfather", "granddad", "grandad", "gramps", "grandpop",
+                    "grandpapa"),
+    "aunt": ("aunt", "auntie", "aunty"),
+    "uncle": ("uncle",),
+    "sister": ("sister", "sis"),
+    "brother": ("brother",),
+    "wife": ("wife",),
+    "husband": ("husband",),
+    "daughter": ("daughter",),
+    "son": ("son",),
+    "cousin": ("cousin",),
+}
+_FEMALE_FAMILIES = frozenset(["mother", "grandmother", "aunt", "sister", "wife", "daughter"])
+_MALE_FAMILIES = frozenset(["father", "grandfather", "uncle", "brother", "husband", "son"])
+# Without a link to the legacy's name, only a parent or grandparent may be the person being
+# remembered: a sibling, child, spouse, aunt, uncle or cousin the user mentions is far more
+# often someone else in the story ("My husband and I visited her every Sunday").
+UNLINKED_FAMILIES = ("mother", "father", "grandmother", "grandfather")
+_FAMILY_OF = {word: family for family, words in KIN_FAMILIES.items() for word in words}
+# Bare and lower-case, these still name the user's own relative ("when mom retired"); other
+# kinship words need "my"/"our" or a capital ("my mother", "Mother"), not "a mother of three".
+_NAME_LIKE_KIN = frozenset(["mom", "dad", "mum", "mommy", "mummy", "daddy", "mama", "momma",
+                            "papa", "grandma", "grandpa", "granny", "nana", "nanna", "grandad",
+                            "granddad", "gramps", "grandmom"])
+KIN_TITLES = ("Mrs.", "Mrs", "Mr.", "Mr", "Ms.", "Ms", "Dr.", "Dr",
+              *(word.capitalize() for word in _FAMILY_OF))
+OTHER_PEOPLE = (*_FAMILY_OF, "friend", "neighbor", "neighbour", "boss", "kid", "children",
+                "niece", "nephew", "grandson", "granddaughter", "parent", "grandparent")
 
 _HEDGE = re.compile(
     r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
@@ -226,7 +251,154 @@ def rolling_summary(*, previous_summary: str | None, messages: Sequence[Transcri
 
 
 def _alternation(words: Sequence[str]) -> str:
+    if not words:
+        return "(?!)"  # an empty alternation would match everywhere; this matches nothing
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+
+
+# --- kinship: which word means the legacy --------------------------------------------------
+_NAME_WORD = r"[A-Z][a-zA-Z]*(?:['’][A-Z][a-zA-Z]*)?"
+_PROPER_NAME = rf"{_NAME_WORD}(?:[ -]{_NAME_WORD}){{0,2}}"
+_NOT_PERSON = frozenset([
+    *_NOT_NAMES, "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December", "Christmas", "Easter", "Thanksgiving", "God", "Lord",
+])
+_KIN_ADJECTIVE = r"(?:late|dear|beloved|sweet|favou?rite|darling|wonderful|own|old)"
+_KIN_ANY = _alternation(list(_FAMILY_OF))
+# "Ma'am", "pop music" and "Mother's Day" are not relatives.
+_NOT_KIN_AFTER = r"(?!['’]am\b)(?!\s+(?:music|art|songs?|stars?|culture|quiz|corn)\b)(?!['’]s\s+Day\b)"
+_KIN_OCCURRENCE = re.compile(rf"(?<![\w'’-])(?i:{_KIN_ANY})(?![\w-]){_NOT_KIN_AFTER}")
+_USERS_RELATIVE = re.compile(rf"(?<![\w'’])(?:my|our)\s+(?:{_KIN_ADJECTIVE}\s+)?$", re.IGNORECASE)
+# "her dad" is the legacy's father, "Rose's mother" hers, "a mother of three" nobody's.
+_SOMEONE_ELSES = re.compile(
+    r"(?:\b(?:her|his|their|your|its|whose|a|an|the|this|that|every|one|no|any|some|another)"
+    r"|['’]s)\s+(?:[a-z]+\s+)?$",
+    re.IGNORECASE,
+)
+_RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
+_NAME_AFTER_KIN = (
+    re.compile(rf"[ \t]+({_PROPER_NAME})"),  # "Grandma Ruth", "my brother Tom"
+    re.compile(rf"\s*,\s*({_PROPER_NAME})\s*(?=[,.;:!?)]|$)(?!,\s*(?:and|or)\b)"),  # "my mom, Rose,"
+    re.compile(rf"\s*\(\s*({_PROPER_NAME})\s*\)"),  # "Mom (Rose)"
+    re.compile(rf"['’]s\s+(?:(?:first|full|real|given)\s+)?name\s+(?:was|is)\s+({_PROPER_NAME})"),
+)
+# "Mom was Rose." names her; "Mom was Catholic." does not, so this one only links the legacy.
+_LEGACY_AFTER_KIN = re.compile(
+    rf"\s+(?:was|is)\s+(?:called\s+|named\s+)?({_PROPER_NAME})\s*(?=[.;!,]|$)")
+_NAME_BEFORE_KIN = re.compile(  # "Rose was my mother", "Rose, my mother, …"
+    rf"(?<![\w'’])({_PROPER_NAME}),?\s+(?:(?:was|is)\s+)?(?:my|our)\s+(?:{_KIN_ADJECTIVE}\s+)?"
+    rf"((?i:{_KIN_ANY}))(?![\w'’-])"
+)
+
+
+def _legacy_names(legacy_name: str, aliases: Sequence[str]) -> tuple[str, ...]:
+    """The legacy's names: full name, first name, nicknames (an alias that is a kinship word,
+    such as "Nana", is a kinship alias instead)."""
+    names = dict.fromkeys([legacy_name.strip(), *aliases, display_name(legacy_name)])
+    return tuple(n.strip() for n in names if n.strip() and n.strip().lower() not in _FAMILY_OF)
+
+
+def _who(name: str, names: Sequence[str], *, name_last: bool) -> str | None:
+    """Whether a run of capitalised words next to a kinship word is the legacy's name, another
+    person's name, or not a name ("Mom, Dad and I", "Dad Friday")."""
+    words = name.split()
+    runs = ([" ".join(words[i:]) for i in range(len(words))] if name_last
+            else [" ".join(words[:j]) for j in range(len(words), 0, -1)])
+    if any(run in names for run in runs):
+        return "legacy"
+    word = words[-1] if name_last else words[0]
+    if word in _NOT_PERSON or word.lower() in _FAMILY_OF:
+        return None
+    return "other"
+
+
+@dataclass
+class _KinUses:
+    """The kinship words a user used for their own relatives, by family, and which families
+    they tied to the legacy's name or to another name."""
+
+    words: dict[str, list[str]] = field(default_factory=dict)
+    legacy_links: set[str] = field(default_factory=set)
+    other_links: set[str] = field(default_factory=set)
+
+    def link(self, family: str, who: str | None) -> None:
+        if who == "legacy":
+            self.legacy_links.add(family)
+        elif who == "other":
+            self.other_links.add(family)
+
+
+def _kin_uses(user_texts: Sequence[str], names: Sequence[str]) -> _KinUses:
+    uses = _KinUses()
+    for text in user_texts:
+        for match in _KIN_OCCURRENCE.finditer(text):
+            word, before, after = match.group(0), text[: match.start()], text[match.end():]
+            family = _FAMILY_OF[word.lower()]
+            if not _USERS_RELATIVE.search(before):
+                if _SOMEONE_ELSES.search(before):
+                    continue
+                if not (word[0].isupper() or word.lower() in _NAME_LIKE_KIN):
+                    continue
+                if word in _RELIGIOUS_TITLES and re.match(rf"\s+{_NAME_WORD}", after):
+                    continue  # "Father Murphy", "Sister Mary": not the user's relative
+            said = uses.words.setdefault(family, [])
+            if word.capitalize() not in said:
+                said.append(word.capitalize())
+            for pattern in _NAME_AFTER_KIN:
+                named = pattern.match(after)
+                if named:
+                    uses.link(family, _who(named.group(1), names, name_last=False))
+                    break
+            else:
+                named = _LEGACY_AFTER_KIN.match(after)
+                if named and _who(named.group(1), names, name_last=False) == "legacy":
+                    uses.link(family, "legacy")
+        for match in _NAME_BEFORE_KIN.finditer(text):
+            uses.link(_FAMILY_OF[match.group(2).lower()],
+                      _who(match.group(1), names, name_last=True))
+    return uses
+
+
+def kinship_aliases(user_texts: Sequence[str], legacy_name: str,
+                    aliases: Sequence[str] = ()) -> list[str]:
+    """The kinship words that stand for the legacy in a conversation, from everything the
+    user has said in it so far (the rules are in docs/quality.md).
+
+    A family the user ties to the legacy's name ("my mom, Rose", "Mom (Rose)", "Rose was my
+    mother", "Grandma Rose") is theirs, in all its words ("Mama", "mother"); a family tied to
+    another name ("Grandma Ruth", "Dad, Henry") never is. Without such a link, a parent's or
+    grandparent's family is theirs only when it is the only one of those the user speaks of:
+    "Mom" and "Dad" in one conversation, neither linked, leaves both as other people.
+    Someone else's relative ("her dad", "Rose's mother") is not the user's and counts for
+    nothing. An unlinked family whose gender contradicts the user's "she"/"he" right after
+    the legacy's name is not theirs either.
+    """
+    names = _legacy_names(legacy_name, aliases)
+    uses = _kin_uses(user_texts, names)
+    # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
+    for alias in aliases:
+        family = _FAMILY_OF.get(alias.strip().lower())
+        if family:
+            uses.legacy_links.add(family)
+            uses.words.setdefault(family, [])
+    families = uses.legacy_links - uses.other_links
+    if not families:
+        candidates = {f for f in UNLINKED_FAMILIES if f in uses.words} - uses.other_links
+        families = candidates if len(candidates) == 1 else set()
+        # "Rose … She …" and only "Dad": Dad is not Rose.
+        name_gender = _name_gender(names, " ".join(user_texts))
+        if name_gender and _family_gender(families) not in (None, name_gender):
+            families = set()
+    return [word for family, words in uses.words.items() if family in families for word in words]
+
+
+def _family_gender(families: set[str]) -> str | None:
+    if families and families <= _FEMALE_FAMILIES:
+        return "female"
+    if families and families <= _MALE_FAMILIES:
+        return "male"
+    return None
 
 
 @dataclass
@@ -235,84 +407,84 @@ class _Legacy:
 
     names: tuple[str, ...]
     display: str
-    female_kin: tuple[str, ...]
-    male_kin: tuple[str, ...]
+    kin: tuple[str, ...]
     gender: str | None
 
-    def kin(self) -> tuple[str, ...]:
-        if self.gender == "female":
-            return self.female_kin
-        if self.gender == "male":
-            return self.male_kin
-        return self.female_kin + self.male_kin
+    def _kin_end(self) -> str:
+        """After a kinship word: not "-in-law", "Mother's Day" or "pop music", and not another
+        person's name ("Grandma Ruth" is not the legacy even when "Grandma" is)."""
+        names = _alternation(self.names)
+        not_person = _alternation(sorted(_NOT_PERSON))
+        return (rf"(?![\w-]){_NOT_KIN_AFTER}"
+                rf"(?!,?\s+(?!(?:{names})\b)(?!(?:{not_person})\b)[A-Z][a-z])")
+
+    def _kin_titles(self) -> str:
+        """The legacy's kinship words used as a name: "Mom", and "mom" as people type it."""
+        return _alternation([k.capitalize() for k in self.kin]
+                            + [k for k in self.kin if k in _NAME_LIKE_KIN])
 
     def reference(self) -> re.Pattern[str]:
         """A legacy reference at the start of a text, optionally possessive."""
         titles = _alternation(KIN_TITLES)
         names = _alternation(self.names)
-        kin = _alternation(self.kin())
-        kin_title = _alternation([k.capitalize() for k in self.kin()])
+        kin = _alternation(self.kin)
+        kin_title = self._kin_titles()
+        kin_end = self._kin_end()
+        # "My mom, Rose, …", "Mom Rose …", "Mom (Rose) …": one reference.
+        named = rf"(?:,?\s+(?:{names})\b,?|\s*\(\s*(?:{names})\s*\))?"
         return re.compile(
             rf"^(?:(?:(?:{titles})\s+)?(?:{names})\b"
-            rf"|(?:[Mm]y|[Oo]ur)\s+(?:late\s+|dear\s+|beloved\s+|sweet\s+)?(?:{kin})\b"
-            rf"(?:,?\s+(?:{names})\b,?)?"
+            rf"|(?:[Mm]y|[Oo]ur)\s+(?:{_KIN_ADJECTIVE}\s+)?(?:{kin}){named}{kin_end}"
             rf"|(?:[Mm]y|[Oo]ur)\s+(?:[a-z]+\s+){{1,2}}(?:{names})\b"
-            rf"|(?:{kin_title})\b(?:\s+(?:{names})\b)?)('s)?"
+            rf"|(?:{kin_title}){named}{kin_end})('s)?"
         )
 
     def mention(self) -> re.Pattern[str]:
         """A legacy reference anywhere in a text."""
         names = _alternation(self.names)
-        kin = _alternation(self.kin())
-        kin_title = _alternation([k.capitalize() for k in self.kin()])
+        kin = _alternation(self.kin)
+        kin_title = self._kin_titles()
+        kin_end = self._kin_end()
         return re.compile(
-            rf"\b(?:{names})\b|\b(?:[Mm]y|[Oo]ur|[Yy]our)\s+(?:late\s+)?(?:{kin})\b"
-            rf"|\b(?:{kin_title})\b"
+            rf"\b(?:{names})\b|\b(?:[Mm]y|[Oo]ur|[Yy]our)\s+(?:{_KIN_ADJECTIVE}\s+)?(?:{kin})"
+            rf"{kin_end}|\b(?:{kin_title}){kin_end}"
         )
 
 
-def _infer_gender(names: Sequence[str], lines: Sequence[TranscriptLine]) -> tuple[str | None, bool]:
-    """The legacy's gender from how the family talks, and whether a spouse word was used for
-    them explicitly (then "my husband"/"my wife" is the legacy, not someone else)."""
-    text = " ".join(line.content for line in lines if line.role in ("user", "assistant"))
+def _name_gender(names: Sequence[str], text: str) -> str | None:
+    """The legacy's gender from "she"/"he" right after their name ("Did Rose keep a diary?
+    She kept it…"), when every such pronoun agrees."""
     name_alt = _alternation(names)
-    female = _alternation(FEMALE_KIN)
-    male = _alternation(MALE_KIN)
-    linked = re.search(
-        rf"\b(?:{name_alt})\b,?\s+(?:was|is)?\s*(?:my|our)\s+(?:late\s+)?(?P<a>{female}|{male})\b"
-        rf"|\b(?:my|our)\s+(?:late\s+)?(?P<b>{female}|{male}),?\s+(?:{name_alt})\b"
-        rf"|\b(?P<c>{female}|{male})\s+(?:{name_alt})\b",
-        text, re.IGNORECASE,
-    )
-    if linked:
-        word = (linked.group("a") or linked.group("b") or linked.group("c")).lower()
-        return ("female" if word in FEMALE_KIN else "male"), word in SPOUSE_KIN
-    pronoun = re.search(
-        rf"\b(?:{name_alt})\b[^.!?]*[.!?]\s+(She|He|Her|His)\b|\b(?:{name_alt})\b[^.!?]*\b(she|he)\b",
-        text,
-    )
-    if pronoun:
-        word = (pronoun.group(1) or pronoun.group(2)).lower()
-        return ("female" if word in ("she", "her") else "male"), False
-    user_text = " ".join(line.content for line in lines if line.role == "user").lower()
-    used_female = re.search(rf"\b(?:my\s+|our\s+)?(?:{female})\b", user_text)
-    used_male = re.search(rf"\b(?:my\s+|our\s+)?(?:{male})\b", user_text)
-    if used_female and not used_male:
-        return "female", False
-    if used_male and not used_female:
-        return "male", False
-    return None, False
+    words = {
+        (match.group(1) or match.group(2)).lower()
+        for match in re.finditer(
+            rf"\b(?:{name_alt})\b[^.!?]*[.!?]\s+(She|He|Her|His)\b"
+            rf"|\b(?:{name_alt})\b[^.!?]*\b(she|he)\b",
+            text,
+        )
+    }
+    genders = {"female" if word in ("she", "her") else "male" for word in words}
+    return genders.pop() if len(genders) == 1 else None
 
 
 def _legacy_for(legacy_name: str, aliases: Sequence[str], lines: Sequence[TranscriptLine]) -> _Legacy:
-    names = tuple(dict.fromkeys([legacy_name.strip(), *aliases, display_name(legacy_name)]))
-    names = tuple(n for n in names if n)
-    gender, spouse_linked = _infer_gender(names, lines)
-    # "My husband" from a daughter is not her father: spouse words count only when linked.
-    female = tuple(k for k in FEMALE_KIN if spouse_linked or k not in SPOUSE_KIN)
-    male = tuple(k for k in MALE_KIN if spouse_linked or k not in SPOUSE_KIN)
-    return _Legacy(names=names, display=display_name(legacy_name), female_kin=female,
-                   male_kin=male, gender=gender)
+    """The legacy in one batch: the kinship families it was given, plus those the batch's
+    user messages link to the legacy's name, minus those they link to someone else; a given
+    family the batch does not link is dropped when its gender contradicts how the batch
+    speaks of the legacy by name ("Did Rose keep a diary?" — "She kept it…" — "Dad bought
+    her a red Chevy": Dad is not Rose)."""
+    names = _legacy_names(legacy_name, aliases)
+    given = {_FAMILY_OF[a.strip().lower()] for a in aliases if a.strip().lower() in _FAMILY_OF}
+    uses = _kin_uses([line.content for line in lines if line.role == "user"], names)
+    name_gender = _name_gender(
+        names, " ".join(line.content for line in lines if line.role in ("user", "assistant")))
+    if name_gender:
+        given = {f for f in given if _family_gender({f}) in (None, name_gender)}
+    families = (given | uses.legacy_links) - uses.other_links
+    kin = tuple(word for family in sorted(families) for word in KIN_FAMILIES[family])
+    # "she"/"he" fit the legacy by their kinship family, else by the pronouns after their name.
+    gender = _family_gender(families) or name_gender
+    return _Legacy(names=names, display=display_name(legacy_name), kin=kin, gender=gender)
 
 
 def _strip_lead_in(text: str) -> str:
@@ -329,6 +501,7 @@ class _Subject:
     start: int
     end: int
     possessive: bool
+    gender: str | None = None  # of another person, when a kinship word tells it
 
 
 _ADVERBIAL_START = re.compile(
@@ -340,6 +513,11 @@ _PRONOUN = re.compile(r"^(She|He|Her|His)\b", re.IGNORECASE)
 _OTHER_SUBJECT = re.compile(
     rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{_alternation(OTHER_PEOPLE)})s?)\b"
 )
+# A kinship word that is not the legacy's ("Dad", "Grandma Ruth", "her dad", "my brother").
+_OTHER_KIN_SUBJECT = re.compile(
+    rf"^(?:(?:[Mm]y|[Oo]ur|[Hh]er|[Hh]is|[Tt]heir|[Yy]our)\s+(?:[a-z]+\s+)?)?"
+    rf"(?P<kin>(?i:{_KIN_ANY}))s?(?![\w-]){_NOT_KIN_AFTER}"
+)
 _OTHER_NAMED_SUBJECT = re.compile(
     r"^([A-Z][a-z]+)(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went)\b"
 )
@@ -349,7 +527,9 @@ def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
     """Who the sentence is about: the legacy, a pronoun, someone else, or nobody clear."""
     starts = [0]
     comma = body.find(",")
-    if 0 < comma <= 60:
+    # "Once, in 1988, he…" has its subject after the comma; "I want to tell you about my
+    # mom, Rose." has it before (the user).
+    if 0 < comma <= 60 and not re.match(r"(?:I|We|You|They)\b", body):
         starts.append(comma + 1)
     if _ADVERBIAL_START.match(body):
         # "Every Sunday she baked…", "Once, in 1988, he broke…": try each of the next words.
@@ -360,6 +540,10 @@ def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
         match = reference.match(rest)
         if match:
             return _Subject("legacy", offset, offset + match.end(), bool(match.group(1)))
+        other = _OTHER_KIN_SUBJECT.match(rest)
+        if other:
+            family = _FAMILY_OF[other.group("kin").lower()]
+            return _Subject("other", 0, 0, False, _family_gender({family}))
         pronoun = _PRONOUN.match(rest)
         if pronoun:
             word = pronoun.group(1).lower()
@@ -572,9 +756,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                   aliases: Sequence[str] = ()) -> list[ExtractedFact]:
     """Facts about the legacy person in what the USER said.
 
-    A sentence yields a fact when its subject is the legacy person: by name, nickname or
-    kinship word ("Dad", "my mother", "Grandma Peggy"), or by "she"/"he"/"her"/"his" right
-    after the person was mentioned (by the user or the assistant); the user may be in it
+    A sentence yields a fact when its subject is the legacy person: by name or nickname
+    ("Grandma Peggy", "my aunt Evelyn"), by a kinship word of a family in `aliases` (see
+    kinship_aliases) or one the batch itself links to their name ("my mom, Rose"), or by
+    "she"/"he"/"her"/"his" right after the person was mentioned (by the user or the
+    assistant). Any other kinship word is another person ("Dad", "Grandma Ruth", "her dad"),
+    and so is a kinship word followed by a name that is not the legacy's. The user may be in it
     ("Rose taught me to play the piano"). Questions, hypotheticals and hedges ("if she
     had…", "maybe", "I think"), sentences about the user or someone else, and sentences whose
     object is a pronoun ("them", "it", "that") that the previous sentence does not resolve
@@ -607,10 +794,16 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 subject.kind.startswith("pronoun:") and focus_on_legacy
                 and _pronoun_fits(subject.kind.split(":")[1], legacy)
             )
-            if subject.kind == "legacy" or mention.search(body):
+            if subject.kind == "other" and not body.lower().startswith(("i ", "we ")):
+                # Someone else now holds "he"/"she", unless their gender tells them apart
+                # ("Dad fixed the dock. She loved the lake." is still about Mom).
+                focus_on_legacy = (
+                    (focus_on_legacy or bool(mention.search(body)))
+                    and None not in (legacy.gender, subject.gender)
+                    and subject.gender != legacy.gender
+                )
+            elif subject.kind == "legacy" or mention.search(body):
                 focus_on_legacy = True
-            elif subject.kind == "other" and not body.lower().startswith(("i ", "we ")):
-                focus_on_legacy = False
             if is_question(sentence) or _HEDGE.search(body):
                 continue
             if about_legacy:

@@ -1,0 +1,173 @@
+"""Kinship words in the offline extractor: which one means the legacy, and who everyone else is."""
+
+import pytest
+
+from memory_site.ai import TranscriptLine
+from memory_site.ai.extractive import extract_facts, kinship_aliases
+
+ROSE = "Rose Whitfield"
+
+
+def lines(*said):
+    """User messages, or (role, text) pairs."""
+    pairs = [s if isinstance(s, tuple) else ("user", s) for s in said]
+    return [TranscriptLine(sequence=i, role=role, content=text)
+            for i, (role, text) in enumerate(pairs)]
+
+
+def kin_of(*said, name=ROSE, aliases=("Rose",)):
+    return kinship_aliases([line.content for line in lines(*said) if line.role == "user"],
+                           name, aliases)
+
+
+def facts_of(*said, name=ROSE, aliases=("Rose",)):
+    """One batch's facts, with the kinship aliases the pipeline computes for it."""
+    return [f.content for f in extract_facts(lines(*said), name,
+                                             [*aliases, *kin_of(*said, name=name, aliases=aliases)])]
+
+
+# --- the walkthrough's sentences ------------------------------------------------------------
+
+
+def test_dad_and_grandma_ruth_never_become_rose():
+    assert facts_of(
+        "My mom, Rose, was a nurse in Dayton.",
+        "Dad fixed the dock every spring.",
+        "Dad worked at the steel mill in Toledo.",
+        "Grandma Ruth sewed all our Halloween costumes.",
+        "Mom grew peonies by the back door.",
+    ) == ["Rose was a nurse in Dayton.", "Rose grew peonies by the back door."]
+
+
+@pytest.mark.parametrize("said", [
+    "Dad fixed the dock every spring.",
+    "Dad worked at the steel mill in Toledo.",
+    "Grandma Ruth sewed all our Halloween costumes.",
+])
+def test_each_sentence_alone_is_not_a_fact_about_rose_even_when_mom_is_given(said):
+    assert facts_of(said, aliases=("Rose", "Mom")) == []
+
+
+# --- rule 1: a kinship word with another name is another person ------------------------------
+
+
+def test_grandma_ruth_is_the_legacy_only_when_the_legacy_is_ruth():
+    said = ("Grandma Ruth sewed all our Halloween costumes.",
+            "Grandpa Joe fixed cars in Akron.",
+            "Grandma was a nurse in Dayton.")
+    assert kin_of(*said, name="Ruth Adler", aliases=("Ruth",)) == ["Grandma"]
+    assert facts_of(*said, name="Ruth Adler", aliases=("Ruth",)) == [
+        "Ruth sewed all our Halloween costumes.", "Ruth was a nurse in Dayton."]
+    # About Rose, "Grandma" is tied to Ruth: neither it nor bare "Grandma" is Rose.
+    assert kin_of(*said) == []
+    assert facts_of(*said) == []
+
+
+def test_a_family_tied_to_another_name_does_not_compete():
+    # "Grandma Ruth" and "Dad, Henry" are other people, so Mom is the only family left.
+    said = ("Grandma Ruth sewed all our Halloween costumes.",
+            "Mom married Dad, Henry Whitfield, in June 1955.",
+            "Mom was a nurse in Dayton.")
+    assert kin_of(*said) == ["Mom"]
+    assert facts_of(*said) == ["Rose married Dad, Henry Whitfield, in June 1955.",
+                               "Rose was a nurse in Dayton."]
+
+
+def test_religious_titles_and_in_laws_are_not_relatives():
+    said = ("Father Murphy baptized all of us.", "My mother-in-law was a nurse.",
+            "Dad worked at the steel mill in Toledo.")
+    assert kin_of(*said, name="Frank Moreno", aliases=("Frank",)) == ["Dad"]
+    assert facts_of(*said, name="Frank Moreno", aliases=("Frank",)) == [
+        "Frank worked at the steel mill in Toledo."]
+
+
+# --- rule 2: which family is the legacy, per conversation -------------------------------------
+
+
+@pytest.mark.parametrize("link", [
+    "My mom, Rose, was born in 1931.",
+    "Mom (Rose) was born in 1931.",
+    "Rose was my mother.",
+    "Rose, my mother, was born in 1931.",
+    "My mother Rose was born in 1931.",
+    "Mom's name was Rose.",
+    "My late mom was Rose Whitfield.",
+])
+def test_a_link_makes_the_family_the_legacy_even_next_to_dad(link):
+    said = (link, "Dad worked at the steel mill in Toledo.", "Mama grew peonies by the back door.")
+    assert "Dad" not in kin_of(*said)
+    assert {"Mama", "Mom", "Mother"} & set(kin_of(*said))
+    assert "Rose grew peonies by the back door." in facts_of(*said)
+    assert not any("steel mill" in fact for fact in facts_of(*said))
+
+
+def test_mom_and_dad_unlinked_are_nobody():
+    said = ("Mom was a nurse in Dayton.", "Dad fixed the dock every spring.",
+            "Dad worked at the steel mill in Toledo.")
+    assert kin_of(*said) == []
+    assert facts_of(*said) == []
+
+
+def test_the_only_parent_family_unlinked_is_the_legacy_in_all_its_words():
+    said = ("Mom was a nurse in Dayton.", "My mother grew peonies by the back door.",
+            "My brother Tom fixed the dock every spring.", "My husband and I visited every week.")
+    assert kin_of(*said) == ["Mom", "Mother"]
+    assert facts_of(*said) == ["Rose was a nurse in Dayton.",
+                               "Rose grew peonies by the back door."]
+
+
+def test_siblings_spouses_and_aunts_are_the_legacy_only_when_linked():
+    assert kin_of("My husband fixed the dock every spring.") == []
+    assert kin_of("My husband, Sam, fixed the dock.", name="Samuel Ortiz",
+                  aliases=("Samuel", "Sam")) == ["Husband"]
+    assert facts_of("My aunt was a nurse in Dayton.") == []
+    assert facts_of("My aunt Rose was a nurse in Dayton.") == ["Rose was a nurse in Dayton."]
+
+
+def test_her_dad_is_the_legacys_father_and_does_not_compete():
+    said = ("Mom was a nurse in Dayton.", "Her dad was a miner in Kentucky.",
+            "His mother sewed quilts.", "Rose's father worked at the steel mill.")
+    assert kin_of(*said) == ["Mom"]
+    assert facts_of(*said) == ["Rose was a nurse in Dayton.",
+                               "Rose's father worked at the steel mill."]
+
+
+def test_a_pronoun_after_another_person_follows_gender():
+    # "Mom" was tied to Rose in an earlier batch; this one mentions Dad too.
+    assert facts_of(
+        "Mom was a nurse in Dayton.", "Dad fixed the dock every spring.", "He was very handy.",
+        "She loved the lake in summer.",
+        aliases=("Rose", "Mom"),
+    ) == ["Rose was a nurse in Dayton.", "Rose loved the lake in summer."]
+
+
+def test_an_unlinked_family_of_the_wrong_gender_is_not_the_legacy():
+    said = ("Rose kept a diary. She wrote in it every night.",
+            "Dad bought her a red Chevy in 1958.")
+    assert kin_of(*said) == []
+    assert facts_of(*said) == ["Rose kept a diary.", "Rose wrote in the diary every night."]
+
+
+def test_the_extractor_guesses_no_family_on_its_own():
+    # Only what it is given, plus links inside its own batch.
+    batch = lines("Mom was a nurse in Dayton.")
+    assert extract_facts(batch, ROSE, ("Rose",)) == []
+    assert [f.content for f in extract_facts(batch, ROSE, ("Rose", "Mom"))] == [
+        "Rose was a nurse in Dayton."]
+    linked = lines("My mom, Rose, was a nurse in Dayton.", "Mama loved peonies by the door.")
+    assert [f.content for f in extract_facts(linked, ROSE, ("Rose",))] == [
+        "Rose was a nurse in Dayton.", "Rose loved peonies by the door."]
+
+
+def test_a_given_family_is_dropped_when_the_batch_ties_it_to_someone_else():
+    batch = lines("Grandma Ruth sewed all our Halloween costumes.", "Grandma was a nurse.")
+    assert extract_facts(batch, ROSE, ("Rose", "Grandma")) == []
+
+
+def test_questions_hedges_and_the_user_still_are_not_facts():
+    assert facts_of(
+        "My mom, Rose, was born in 1931.",
+        "Was Mom a nurse?", "Maybe Mom liked jazz.", "I was born in 1960.",
+        ("assistant", "Rose was a famous pianist."),
+        "Actually, she was born in 1932.",
+    ) == ["Rose was born in 1932."]
