@@ -10,8 +10,8 @@ Erie.
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from conversations import services
-from conversations.models import Conversation
+from conversations import selectors, services
+from conversations.models import Conversation, ConversationMemory
 from facts.models import Legacy
 
 DEMO_TITLE = "Remembering Mom (demo)"
@@ -94,7 +94,19 @@ def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
             conversation = services.conversation_close(conversation=conversation)
         lines.append(
             f"Conversation {conversation.title!r} ({username}, closed): id={conversation.pk} "
-            f"messages={conversation.message_count}; its summaries and chunks are made by the "
-            "worker"
+            f"messages={conversation.message_count}{_progress(conversation)}"
         )
     return lines
+
+
+def _progress(conversation: Conversation) -> str:
+    """What the jobs have made of the conversation so far, for a second run of seed_demo."""
+    summaries = selectors.rolling_summaries_for_conversation(conversation=conversation).filter(
+        status=ConversationMemory.Status.COMPLETED
+    ).count()
+    chunks = selectors.archived_chunks_for_conversation(conversation=conversation).count()
+    if not summaries and not chunks:
+        return "; its summaries and chunks are made by the worker"
+    archived = selectors.last_summarized_end(conversation=conversation)
+    rest = "all archived" if archived >= conversation.message_count else "the worker does the rest"
+    return f" summaries={summaries} chunks={chunks} ({rest})"

@@ -54,5 +54,11 @@ def test_demo_conversations_are_archived_and_idempotent(django_capture_on_commit
         ("Rose kept every birthday card she was ever sent.", bobs.pk, 0, 10),
     }
 
-    assert demo.seed(users=users, legacy=legacy) == lines
+    # A second run adds nothing and says what the jobs have made.
+    assert demo.seed(users=users, legacy=legacy) == [
+        f"Conversation {demo.DEMO_TITLE!r} (alice, closed): id={alices.pk} messages=34 "
+        "summaries=1 chunks=2 (all archived)",
+        f"Conversation {demo.BOB_DEMO_TITLE!r} (bob, closed): id={bobs.pk} messages=10 "
+        "summaries=1 chunks=1 (all archived)",
+    ]
     assert Conversation.objects.count() == 2

@@ -1,5 +1,9 @@
 """`manage.py seed_demo`: demo users, a legacy they share, and API tokens to try the API at once."""
 
+import logging
+import os
+from contextlib import contextmanager
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -20,6 +24,18 @@ DEMO_USERS = (
 )
 
 
+@contextmanager
+def _quiet_job_queue():
+    """django-q2 logs every job it enqueues at INFO, between the lines this command prints."""
+    queue_logger = logging.getLogger("django-q")
+    level = queue_logger.level
+    queue_logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        queue_logger.setLevel(level)
+
+
 class Command(BaseCommand):
     help = "Create demo users (alice owns, bob is a member), their legacy, and API tokens."
 
@@ -31,6 +47,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        with _quiet_job_queue():
+            self._seed(options)
+
+    def _seed(self, options: dict) -> None:
         User = get_user_model()
         with transaction.atomic():
             users = {}
@@ -73,6 +93,8 @@ class Command(BaseCommand):
             self.stdout.write(line)
         self.stdout.write("")
         self.stdout.write("Try it:")
+        port = os.environ.get("PORT") or "8000"  # where `make run` serves
         self.stdout.write(
-            f'  curl -s -H "Authorization: Token {tokens["alice"]}" http://127.0.0.1:8000/api/legacies'
+            f'  curl -s -H "Authorization: Token {tokens["alice"]}" '
+            f"http://127.0.0.1:{port}/api/legacies"
         )
