@@ -101,11 +101,23 @@ def test_a_link_makes_the_family_the_legacy_even_next_to_dad(link):
     assert not any("steel mill" in fact for fact in facts_of(*said))
 
 
-def test_mom_and_dad_unlinked_are_nobody():
-    said = ("Mom was a nurse in Dayton.", "Dad fixed the dock every spring.",
-            "Dad worked at the steel mill in Toledo.")
+@pytest.mark.parametrize("dad", [
+    "Dad fixed the dock every spring.",
+    "At the lake Dad fixed the dock.",
+    "My late father fixed the dock.",
+    "we visited dad at the dock.",
+])
+def test_mom_and_dad_unlinked_are_nobody(dad):
+    said = ("Mom was a nurse in Dayton.", dad, "Dad worked at the steel mill in Toledo.")
     assert kin_of(*said) == []
     assert facts_of(*said) == []
+
+
+def test_words_that_only_look_like_kin_do_not_compete():
+    said = ("Mom was a nurse in Dayton.", "Pop music was on the radio all day.",
+            "Mother's Day was a big deal.", "Yes ma'am, that was us.")
+    assert kin_of(*said) == ["Mom"]
+    assert facts_of(*said) == ["Rose was a nurse in Dayton."]
 
 
 def test_the_only_parent_family_unlinked_is_the_legacy_in_all_its_words():

@@ -273,7 +273,7 @@ _USERS_RELATIVE = re.compile(rf"(?<![\w'’])(?:my|our)\s+(?:{_KIN_ADJECTIVE}\s+
 # "her dad" is the legacy's father, "Rose's mother" hers, "a mother of three" nobody's.
 _SOMEONE_ELSES = re.compile(
     r"(?:\b(?:her|his|their|your|its|whose|a|an|the|this|that|every|one|no|any|some|another)"
-    r"|['’]s)\s+(?:[a-z]+\s+)?$",
+    r"|['’]s)\s+(?:(?:late|own|dear|old|young|new|real|birth|step|biological)\s+)?$",
     re.IGNORECASE,
 )
 _RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
@@ -330,6 +330,7 @@ class _KinUses:
 
 
 def _kin_uses(user_texts: Sequence[str], names: Sequence[str]) -> _KinUses:
+    """Every kinship word of the user's own relatives in `user_texts`, and its links."""
     uses = _KinUses()
     for text in user_texts:
         for match in _KIN_OCCURRENCE.finditer(text):
