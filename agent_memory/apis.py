@@ -85,12 +85,22 @@ MEMORY_DOCUMENT = inline_serializer("MemoryDocument", fields={
 class MemoryListCreateApi(APIView):
     pagination_class = paginated("memories")
 
-    @extend_schema(responses={200: MemorySerializer(many=True), **error_responses(401)})
+    @extend_schema(
+        summary="List my agent memories",
+        description="What the assistant remembers about me across conversations (seed 003): "
+        "my active memories, by category then age. A page: `?limit=` and `?offset=`.",
+        responses={200: MemorySerializer(many=True), **error_responses(401)},
+    )
     def get(self, request: Request) -> Response:
         memories = selectors.active_memories_for_user(request.user)
         return paginate(request, memories, MemorySerializer, "memories", view=self)
 
     @extend_schema(
+        summary="Add an agent memory",
+        description="`{content, category, subject?, conversation_id?, message_id?}` (the "
+        "last two: one of my conversations or messages, stored as the source; anyone else's is "
+        "a 404). 400 for invalid fields, 409 with the existing memory when an active memory "
+        "of mine has the same subject. Memories over MEMORY_TOKEN_LIMIT are evicted.",
         request=MemoryCreateInputSerializer,
         responses={
             201: MemorySerializer,
@@ -133,12 +143,21 @@ class MemoryListCreateApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    @extend_schema(responses={200: MemoryDetailSerializer, **error_responses(401, 404)})
+    @extend_schema(
+        summary="Get one of my agent memories",
+        description="With every version and whether it is active; also for a deleted or "
+        "evicted memory of mine. Anyone else's is a 404.",
+        responses={200: MemoryDetailSerializer, **error_responses(401, 404)},
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
         return Response(MemoryDetailSerializer(memory).data)
 
     @extend_schema(
+        summary="Update one of my agent memories",
+        description="`{content, conversation_id?, message_id?}` adds version n+1 and answers "
+        "`old_content` and `new_content`. 404 for a deleted memory or anyone else's; 400 for "
+        "invalid content.",
         request=MemoryUpdateInputSerializer,
         responses={200: MemoryUpdatedSerializer, **error_responses(400, 401, 404)},
     )
@@ -160,7 +179,13 @@ class MemoryDetailApi(APIView):
         return Response(MemoryUpdatedSerializer(memory).data)
 
     # A DELETE answers 204 unless told otherwise; this one answers the deleted memory.
-    @extend_schema(responses={200: MemoryDetailSerializer, **error_responses(401, 404)})
+    @extend_schema(
+        summary="Delete one of my agent memories",
+        description="A soft delete: the memory leaves lists, the prompt and the tools; its "
+        "history stays. 200 with the memory (`is_active: false`). 404 for a memory already "
+        "deleted or anyone else's.",
+        responses={200: MemoryDetailSerializer, **error_responses(401, 404)},
+    )
     def delete(self, request: Request, memory_id: str) -> Response:
         memory = selectors.active_memory_for_user(user=request.user, memory_id=memory_id)
         services.memory_delete(user=request.user, memory=memory)
@@ -169,13 +194,23 @@ class MemoryDetailApi(APIView):
 
 
 class MemoryDocumentApi(APIView):
-    @extend_schema(responses={200: MEMORY_DOCUMENT, **error_responses(401)})
+    @extend_schema(
+        summary="My memory document",
+        description="Seed 001's memory document, derived from my memories (`facts`, deleted "
+        "ones included) and places, with its token count.",
+        responses={200: MEMORY_DOCUMENT, **error_responses(401)},
+    )
     def get(self, request: Request) -> Response:
         return Response(selectors.memory_document(request.user))
 
 
 class ToolListApi(APIView):
-    @extend_schema(responses={200: ToolListSerializer, **error_responses(401)})
+    @extend_schema(
+        summary="List the memory tools",
+        description="The OpenAI function definitions of `add_to_memory`, `update_memory` and "
+        "`manage_user_memory`, which the agent turn offers the model.",
+        responses={200: ToolListSerializer, **error_responses(401)},
+    )
     def get(self, request: Request) -> Response:
         definitions = tools.tool_definitions()
         return Response({"tools": definitions, "total": len(definitions)})
@@ -191,6 +226,10 @@ def _tool_error(what: str) -> OpenApiResponse:
 
 class ToolExecuteApi(APIView):
     @extend_schema(
+        summary="Call a memory tool",
+        description="Runs the named tool as me with `arguments` (an object or OpenAI's JSON "
+        "text) and answers its result; `conversation_id` and `message_id` (mine) are stored as "
+        "the source. A failed call answers `ok: false` with 400, 404 or 409.",
         request=ToolCallInputSerializer,
         responses={
             200: ToolResultSerializer,
@@ -222,6 +261,11 @@ class ToolExecuteApi(APIView):
 
 class CommandApi(APIView):
     @extend_schema(
+        summary="Run a /memory command",
+        description="Seed 003's chat command without the agent: `/memory` lists my memories, "
+        "`/memory delete <id>` deletes one. The `reply` is always there for a chat client to "
+        "show; 400 with the usage text for anything else, 404 for an id that is not one of my "
+        "active memories.",
         request=CommandInputSerializer,
         responses={
             200: CommandReplySerializer,

@@ -34,6 +34,12 @@ from memory_site.drf import service_errors
 
 class LegacySearchApi(APIView):
     @extend_schema(
+        summary="Search my earlier conversations about a legacy",
+        description="Exact hybrid search (pgvector + full text, reciprocal rank fusion, "
+        "recency and open-loop priority) over my archived chunks and not yet archived user "
+        "messages: at most `k` `results`, `total` units in scope, `warnings`. Any member, over "
+        "their own conversations only; 400 for an empty or too long `q` or a `k` out of range, "
+        "404 for a legacy I do not belong to.",
         parameters=[SearchQuerySerializer],
         responses={200: SearchResponseSerializer, **error_responses(400, 401, 404)},
     )
@@ -55,6 +61,12 @@ class LegacySearchApi(APIView):
 
 class ConversationContextApi(APIView):
     @extend_schema(
+        summary="The context for the next LLM call",
+        description="Seed 004's context packet: `system_prompt` and `messages` ready for an "
+        "OpenAI chat call, in a cache-friendly order and within CONTEXT_TOKEN_BUDGET, with "
+        "`parts`, `token_counts`, `cuts` and `warnings`. `?query=` sets what earlier "
+        "conversations are searched for (default: the latest user message). Only the "
+        "conversation's user (404 otherwise).",
         parameters=[ContextQuerySerializer],
         responses={200: ContextResponseSerializer, **error_responses(400, 401, 404)},
     )
@@ -67,7 +79,13 @@ class ConversationContextApi(APIView):
 
 
 class ConversationCheckpointApi(APIView):
-    @extend_schema(responses={200: CheckpointResponseSerializer, **error_responses(401, 404)})
+    @extend_schema(
+        summary="A checkpoint of a conversation",
+        description="Seed 004's snapshot, derived from what is stored: session state, the "
+        "last turns and the latest summary delta. Only the conversation's user (404 "
+        "otherwise).",
+        responses={200: CheckpointResponseSerializer, **error_responses(401, 404)},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
         return Response(checkpoint_snapshot(conversation=conversation))
@@ -80,6 +98,12 @@ class ProviderFailed(APIException):
 
 class ConversationTurnApi(APIView):
     @extend_schema(
+        summary="Run an agent turn",
+        description="`{content}`: saves the user message, builds the context, calls the "
+        "language model with the memory tools (their calls run as me), saves and answers the "
+        "reply with the context it used. A `/memory` command is answered without the model. "
+        "Only the conversation's user (404 otherwise). Send an Idempotency-Key to retry "
+        "safely; 502 when the model fails (the user message stays saved).",
         request=TurnInputSerializer,
         parameters=[IDEMPOTENCY_HEADER],
         responses={

@@ -41,6 +41,9 @@ class ConversationListCreateApi(APIView):
     pagination_class = paginated("conversations")
 
     @extend_schema(
+        summary="List my conversations",
+        description="My own conversations, newest first, in the legacies I belong to; "
+        "`?legacy_id=` keeps one legacy's. A page: `?limit=` and `?offset=`.",
         parameters=[ConversationListQuerySerializer],
         responses={200: ConversationSerializer(many=True), **error_responses(400, 401)},
     )
@@ -56,6 +59,11 @@ class ConversationListCreateApi(APIView):
         )
 
     @extend_schema(
+        summary="Start a conversation",
+        description="`{legacy_id, title?, persona?}`: any member of the legacy starts a "
+        "conversation of their own. `persona` describes the assistant for this conversation "
+        "and goes into the first block of its system prompt (at most PERSONA_MAX_CHARS characters and "
+        "PERSONA_MAX_TOKENS tokens, else 400). 404 for a legacy I do not belong to.",
         request=ConversationInputSerializer,
         responses={
             201: ConversationDetailSerializer,
@@ -80,7 +88,12 @@ class ConversationListCreateApi(APIView):
 
 
 class ConversationDetailApi(APIView):
-    @extend_schema(responses={200: ConversationDetailSerializer, **error_responses(401, 404)})
+    @extend_schema(
+        summary="Get one of my conversations",
+        description="The conversation with its persona and session state (seed 004). Only "
+        "its user sees it: anyone else's is a 404.",
+        responses={200: ConversationDetailSerializer, **error_responses(401, 404)},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
             user=request.user, conversation_id=conversation_id
@@ -92,6 +105,9 @@ class MessageListCreateApi(APIView):
     pagination_class = paginated("messages")
 
     @extend_schema(
+        summary="List a conversation's messages",
+        description="In sequence order; `?after=<sequence>` gives only later ones. Only the "
+        "conversation's user (404 otherwise). A page: `?limit=` and `?offset=`.",
         parameters=[MessageListQuerySerializer],
         responses={200: MessageSerializer(many=True), **error_responses(400, 401, 404)},
     )
@@ -107,6 +123,11 @@ class MessageListCreateApi(APIView):
         return paginate(request, messages, MessageSerializer, "messages", view=self)
 
     @extend_schema(
+        summary="Append a message",
+        description="`{role, content}` with the next sequence number, committed before the "
+        "answer; an assistant message enqueues the summarisation job. Only the conversation's "
+        "user (404 otherwise); 400 for empty, too long or NUL-carrying content. Send an "
+        "Idempotency-Key to retry safely.",
         request=MessageInputSerializer,
         parameters=[IDEMPOTENCY_HEADER],
         responses={
@@ -149,7 +170,11 @@ class ConversationMemoryListApi(APIView):
     pagination_class = paginated("memories")
 
     @extend_schema(
-        responses={200: ConversationMemorySerializer(many=True), **error_responses(401, 404)}
+        summary="List a conversation's rolling summaries",
+        description="Seed 002's rolling-summary versions, oldest first, with their status "
+        "(processing, completed, failed) and the chain (`base_memory_id`). Only the "
+        "conversation's user (404 otherwise). A page.",
+        responses={200: ConversationMemorySerializer(many=True), **error_responses(401, 404)},
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
@@ -163,7 +188,10 @@ class ConversationChunkListApi(APIView):
     pagination_class = paginated("chunks")
 
     @extend_schema(
-        responses={200: ConversationChunkSerializer(many=True), **error_responses(401, 404)}
+        summary="List a conversation's archived chunks",
+        description="Seed 000's archived summaries of message ranges (end exclusive), in "
+        "message order. Only the conversation's user (404 otherwise). A page.",
+        responses={200: ConversationChunkSerializer(many=True), **error_responses(401, 404)},
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(
@@ -175,7 +203,13 @@ class ConversationChunkListApi(APIView):
 
 class ConversationCloseApi(APIView):
     @extend_schema(
-        request=None, responses={200: ConversationDetailSerializer, **error_responses(401, 404)}
+        summary="Close a conversation",
+        description="Seed 004's clean shutdown: status `shutdown_clean` at once, then a job "
+        "archives the unarchived tail and writes the final summary. Closing again changes "
+        "nothing and enqueues the job again (a retry). Only the conversation's user (404 "
+        "otherwise).",
+        request=None,
+        responses={200: ConversationDetailSerializer, **error_responses(401, 404)},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_for_user(

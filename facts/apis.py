@@ -26,12 +26,20 @@ from memory_site.drf import service_errors
 class LegacyListCreateApi(APIView):
     pagination_class = paginated("legacies")
 
-    @extend_schema(responses={200: LegacySerializer(many=True), **error_responses(401)})
+    @extend_schema(
+        summary="List my legacies",
+        description="The legacies I belong to, by name, each with my `role` (owner or member). "
+        "A page: `?limit=` and `?offset=`.",
+        responses={200: LegacySerializer(many=True), **error_responses(401)},
+    )
     def get(self, request: Request) -> Response:
         legacies = selectors.legacies_for_user(request.user).order_by("name", "created_at")
         return paginate(request, legacies, LegacySerializer, "legacies", view=self)
 
     @extend_schema(
+        summary="Create a legacy",
+        description="Any signed-in user may create one and becomes its owner. 400 for an empty "
+        "or too long `name`.",
         request=LegacyInputSerializer,
         responses={201: LegacySerializer, **error_responses(400, 401)},
     )
@@ -46,6 +54,10 @@ class LegacyListCreateApi(APIView):
 
 class LegacyMemberCreateApi(APIView):
     @extend_schema(
+        summary="Add a member to a legacy",
+        description="`{username, role}` (role `member`, the default, or `owner`). Only the "
+        "legacy's owner adds members (403 for a member); 400 for an unknown username, 409 "
+        "when that user already belongs to the legacy, 404 for a legacy I do not belong to.",
         request=MemberInputSerializer,
         responses={
             201: MembershipSerializer,
@@ -76,6 +88,10 @@ class LegacyFactListCreateApi(APIView):
     pagination_class = paginated("facts")
 
     @extend_schema(
+        summary="List the facts of a legacy",
+        description="My facts about the legacy plus every member's shared ones, filtered by "
+        "`category`, `visibility`, `mine` and `q` (text). Any member may list; 404 for a "
+        "legacy I do not belong to. A page: `?limit=` and `?offset=`.",
         parameters=[FactListQuerySerializer],
         responses={200: FactSerializer(many=True), **error_responses(400, 401, 404)},
     )
@@ -104,8 +120,11 @@ class LegacyFactListCreateApi(APIView):
             200: FactCreatedSerializer,
             **error_responses(400, 401, 404),
         },
-        description="201 with the new fact; 200 with the existing fact, `duplicate: true` "
-        "and a `message` when it duplicates one of mine (nothing is written).",
+        summary="Add a fact by hand",
+        description="Any member adds a fact of their own (`category`, `content`, "
+        "`visibility`, private by default). 201 with the new fact; 200 with the existing fact, `duplicate: true` "
+        "and a `message` when it duplicates one of mine (nothing is written). 404 for a legacy "
+        "I do not belong to.",
     )
     def post(self, request: Request, legacy_id: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
@@ -127,6 +146,10 @@ class FactDetailApi(APIView):
     """Edit or delete one of my facts."""
 
     @extend_schema(
+        summary="Edit one of my facts",
+        description="Change a fact's `category` or `content` (its visibility has its own "
+        "endpoint). Only its author may (403 for a fellow member's shared fact, 404 for one I "
+        "cannot see).",
         request=FactUpdateSerializer,
         responses={200: FactSerializer, **error_responses(400, 401, 403, 404, descriptions={
             403: "Only the fact's author changes it."})},
@@ -139,8 +162,13 @@ class FactDetailApi(APIView):
             fact = services.fact_update(fact=fact, user=request.user, **data.validated_data)
         return Response(FactSerializer(fact, context={"request": request}).data)
 
-    @extend_schema(responses={204: None, **error_responses(401, 403, 404, descriptions={
-        403: "Only the fact's author deletes it."})})
+    @extend_schema(
+        summary="Delete one of my facts",
+        description="Only its author may (403 for a fellow member's shared fact, 404 for one I "
+        "cannot see).",
+        responses={204: None, **error_responses(401, 403, 404, descriptions={
+            403: "Only the fact's author deletes it."})},
+    )
     def delete(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         services.fact_delete(fact=fact, user=request.user)
@@ -151,6 +179,10 @@ class FactVisibilityApi(APIView):
     """Share one of my facts with every member of the legacy, or make it private again."""
 
     @extend_schema(
+        summary="Share or unshare one of my facts",
+        description="`{visibility: shared | private}`: a shared fact is seen by every member of "
+        "the legacy and marked as shared in the agent's prompt. Only its author may (403 for a "
+        "fellow member's shared fact).",
         request=FactVisibilitySerializer,
         responses={200: FactSerializer, **error_responses(400, 401, 403, 404, descriptions={
             403: "Only the fact's author shares it."})},

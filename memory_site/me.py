@@ -152,6 +152,9 @@ class MyDataApi(APIView):
 
     @extend_schema(
         summary="Export all my data",
+        description="Everything the service stores about me, as one JSON attachment: "
+        "memberships, conversations, facts I wrote, agent memories and places. Nothing of "
+        "other members is in it.",
         responses={
             200: OpenApiResponse(
                 ExportSerializer,
@@ -171,6 +174,10 @@ class MyDataApi(APIView):
 
     @extend_schema(
         summary="Erase all my data",
+        description="Erases everything the export holds in one transaction, this request's "
+        "token included, and answers what was erased. A legacy with other members passes to "
+        "the longest-standing one, a legacy with no one else is deleted; the account keeps "
+        "only its username and password.",
         request=None,
         responses={200: ErasedSerializer, **error_responses(401)},
     )

@@ -100,6 +100,17 @@ def test_every_operation_documents_its_common_errors_in_the_shared_error_body(cl
                 assert _body(response) is not None, (path, method, status)
 
 
+def test_every_operation_has_a_one_line_summary_and_a_description(client):
+    summaries = []
+    for path, method, operation in _operations(_schema(client)["paths"]):
+        summary = operation.get("summary", "")
+        assert summary and "\n" not in summary and len(summary) <= 60, (path, method, summary)
+        assert len(operation.get("description", "")) >= 40, (path, method)
+        summaries.append(summary)
+    assert len(summaries) >= 31
+    assert len(set(summaries)) == len(summaries)
+
+
 def test_no_answer_is_documented_as_a_plain_object(client):
     schema = _schema(client)
     for path, method, operation in _operations(schema["paths"]):
