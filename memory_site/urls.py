@@ -2,13 +2,19 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memory_site import me, views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links to. Lazy: STATIC_URL is read at
+    # the first request, not at import.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"))),
     path("admin/", admin.site.urls),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
