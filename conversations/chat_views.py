@@ -68,12 +68,16 @@ def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
 @login_required
 @require_GET
 def chat_home(request: HttpRequest) -> HttpResponse:
-    """Legacies to talk about and, for the chosen one, my conversations about it."""
+    """Legacies to talk about and, for the chosen one, my conversations about it. A member of
+    one legacy only has nothing to choose: it is chosen."""
     legacies = legacies_for_user(request.user).order_by("name")
     chosen = None
     conversations = []
     if legacy_id := request.GET.get("legacy"):
         chosen = legacy_for_member(user=request.user, legacy_id=legacy_id)
+    elif len(legacies) == 1:
+        chosen = legacies[0]
+    if chosen is not None:
         conversations = selectors.conversations_for_user(request.user).filter(
             legacy=chosen
         ).order_by("-created_at")
