@@ -1,5 +1,6 @@
 """Reads of legacies and facts. Tenancy starts here: only members see anything of a legacy."""
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -147,12 +148,14 @@ def _lexemes(expression: str) -> Func:
 
 
 def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
-    """The author's own message(s) of the source range that the fact was taken from: the user
-    messages sharing the most words with the fact (stemmed, stopwords and the words of the
-    legacy's name left out, since every message about the person shares those), ties all
-    kept. None when no message shares a word: the fact was reworded or edited since.
+    """The one message of the author's in the source range that the fact was taken from: the
+    user message sharing the most words with the fact (stemmed, stopwords and the words of the
+    legacy's name left out, since every message about the person shares those), the earliest
+    on a tie, and only if it shares at least half of the fact's words. None otherwise: the
+    fact was reworded or edited since, or its words are too common to point at one message.
 
-    What a fellow member sees of the source; the agent's replies never are."""
+    What a fellow member sees of the source: never more than one message of a conversation
+    that stays its author's, and never the agent's replies."""
     words, names = (
         LegacyFact.objects.filter(pk=fact.pk)
         .annotate(words=_lexemes("content"), names=_lexemes("legacy__name"))
@@ -166,8 +169,11 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
         .filter(role=Message.Role.USER)
         .annotate(words=_lexemes("content"))
     ]
-    best = max((score for score, _ in scored), default=0)
-    return [message for score, message in scored if best and score == best]
+    needed = max(1, math.ceil(len(wanted) / 2))
+    best = max(scored, key=lambda pair: (pair[0], -pair[1].sequence), default=None)
+    if best is None or best[0] < needed:
+        return []
+    return [best[1]]
 
 
 def fact_source_for_viewer(*, fact: LegacyFact, user: AbstractBaseUser) -> list[Message]:

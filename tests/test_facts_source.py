@@ -129,15 +129,15 @@ def test_a_fellow_member_sees_only_the_users_message_the_fact_was_taken_from(
     assert f"/conversations/{conversation.pk}" not in html
 
 
-def test_the_facts_stemmed_words_choose_the_message_and_ties_are_all_shown(family, conversation):
+def test_the_facts_stemmed_words_choose_one_message_the_earliest_on_a_tie(family, conversation):
     sold = _fact(family, conversation, "shared", "Rose sold honey at the church fair.")
     assert _shown(_client(family.member).get(_source_url(sold)).content.decode()) == [4]
 
     # Two words each: "kept" and "bees" in message 2, "bees" and "stung" in message 4.
     both = _fact(family, conversation, "shared", "Rose kept bees that stung.")
     html = _client(family.member).get(_source_url(both)).content.decode()
-    assert _shown(html) == [2, 4]
-    assert "Bees!" not in html
+    assert _shown(html) == [2]
+    assert "Bees!" not in html and "stung Henry" not in html
 
     # Stemmed: "peonies" finds "peony".
     MessageFactory(conversation=conversation, sequence=8, role="user",
@@ -147,6 +147,24 @@ def test_the_facts_stemmed_words_choose_the_message_and_ties_are_all_shown(famil
     html = _client(family.member).get(_source_url(peonies)).content.decode()
     assert 'id="m-8"' in html and _shown(html) == []
     assert "Mum loved her peony beds by the porch." in html
+
+
+def test_a_common_word_shows_at_most_one_message_and_a_weak_match_none(family, conversation):
+    for sequence, content in enumerate(
+        ["Rose was kind to the neighbours.", "The kind of day I hate: rain.",
+         "My boss is not kind either."], start=20,
+    ):
+        MessageFactory(conversation=conversation, sequence=sequence, role="user", content=content)
+    kind = _fact(family, conversation, "shared", "Rose was kind.")
+    LegacyFact.objects.filter(pk=kind.pk).update(source_range_start=20, source_range_end=23)
+    html = _client(family.member).get(_source_url(kind)).content.decode()
+    assert "Rose was kind to the neighbours." in html
+    assert "rain" not in html and "boss" not in html
+    # One word of four ("bees") is not enough to point at a message.
+    weak = _fact(family, conversation, "shared", "Rose painted bees on teacups.")
+    html = _client(family.member).get(_source_url(weak)).content.decode()
+    assert _shown(html) == []
+    assert "kept bees" not in html and "stung" not in html
 
 
 def test_names_and_stopwords_alone_do_not_choose_a_message(family, conversation):
@@ -193,13 +211,14 @@ def test_tool_and_system_messages_of_the_range_are_not_shown(family, conversatio
                    content='{"memories": "her private note about the bees she kept"}')
     MessageFactory(conversation=conversation, sequence=9, role="system",
                    content="Bees kept here.")
-    MessageFactory(conversation=conversation, sequence=10, role="user", content="Bees again.")
+    MessageFactory(conversation=conversation, sequence=10, role="user",
+                   content="Mum kept bees again.")
     fact = _fact(family, conversation, "shared")
     LegacyFact.objects.filter(pk=fact.pk).update(source_range_start=8, source_range_end=11)
     for user in (family.member, family.owner):
         html = _client(user).get(_source_url(fact)).content.decode()
         assert "her private note" not in html and "Bees kept here." not in html
-        assert "Bees again." in html
+        assert "Mum kept bees again." in html
 
 
 def test_a_source_conversation_of_someone_else_is_never_shown(family):
