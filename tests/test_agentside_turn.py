@@ -301,3 +301,27 @@ def test_the_token_budget_never_evicts_what_the_same_turn_added(
     assert [c["result"]["ok"] for c in response.json()["tool_calls"]] == [True, True]
     remembered = {m.subject or m.category for m in active_memories_for_user(family.owner)}
     assert remembered == {"Margaret", "context"}
+
+
+def test_a_tool_call_with_a_raw_nul_character_is_stored_without_it(
+    owner_client, conversation, openai_llm
+):
+    message = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call_\x000", "type": "function",
+        "function": {"name": "manage_user_memory", "arguments": '{"operation":\x00 "get_memory"}'},
+    }]}
+    openai_llm.raw(json.dumps({
+        "id": "chatcmpl-nul", "object": "chat.completion", "created": 0, "model": "test",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+    }))
+    openai_llm.chat_text("Here is what I remember.")
+
+    response = owner_client.post(_url(conversation), {"content": "What do you remember?"},
+                                 format="json")
+
+    assert response.status_code == 201
+    [call] = response.json()["tool_calls"]
+    assert (call["id"], call["name"], call["result"]["ok"]) == ("call_0", "manage_user_memory",
+                                                                True)
+    tool_message = Message.objects.get(conversation=conversation, role="tool")
+    assert tool_message.metadata["arguments"] == '{"operation": "get_memory"}'

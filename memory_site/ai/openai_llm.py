@@ -159,8 +159,13 @@ class OpenAILLM:
             message = response.choices[0].message
         except (IndexError, AttributeError) as exc:
             raise LLMOutputError(f"LLM returned no choices: {exc}") from exc
+        # Tool calls are stored with the turn: PostgreSQL text cannot hold NUL characters.
         calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+            ToolCall(
+                id=c.id.replace("\x00", ""),
+                name=c.function.name.replace("\x00", ""),
+                arguments=(c.function.arguments or "{}").replace("\x00", ""),
+            )
             for c in (message.tool_calls or [])
         ]
         return ChatReply(content=message.content or "", tool_calls=calls)
