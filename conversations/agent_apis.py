@@ -25,7 +25,7 @@ from conversations.agent_serializers import (
 from conversations.apis import IDEMPOTENCY_HEADER, idempotency_key
 from conversations.checkpoint import checkpoint_snapshot
 from conversations.context import build_context
-from conversations.selectors import conversation_for_user
+from conversations.selectors import conversation_for_user, idempotency_key_used
 from conversations.services.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
 from memory_site.api import Conflict, ErrorSerializer, error_responses
@@ -113,7 +113,9 @@ class ConversationTurnApi(APIView):
                 description="A retry with the Idempotency-Key of a finished turn: its saved "
                 "reply, `replayed: true`, nothing written. Or a `/memory` command (content "
                 "whose first word is /memory): its reply, `command: true` and `command_code`, "
-                "null messages, nothing written, no model call.",
+                "null messages, nothing written, no model call; a command is not recorded, so "
+                "an Idempotency-Key does not replay it (a key already used for a message is a "
+                "409).",
             ),
             **error_responses(
                 400, 401, 404, 409,
@@ -136,7 +138,11 @@ class ConversationTurnApi(APIView):
         content = data.validated_data["content"]
         if is_memory_command(content):
             # Seed 003: /memory is handled directly, without the agent. Always 200, so that
-            # a chat client shows the reply; command_code tells how the command went.
+            # a chat client shows the reply; command_code tells how the command went. A
+            # command is not recorded, so a key cannot replay it; a key that already names a
+            # message is a client bug, answered as for any other content.
+            if key and idempotency_key_used(conversation=conversation, key=key):
+                raise Conflict("This Idempotency-Key was already used for another message.")
             answer = command_run(user=request.user, text=content)
             return Response(command_turn_payload(answer))
         try:

@@ -51,6 +51,14 @@ def conversation_for_user(*, user: AbstractBaseUser, conversation_id: object) ->
     return conversation
 
 
+def idempotency_key_used(*, conversation: Conversation, key: str) -> bool:
+    """Whether a message of the conversation was saved under this Idempotency-Key (or its
+    turn reply under `<key>:reply`)."""
+    return Message.objects.filter(
+        conversation=conversation, idempotency_key__in=[key, f"{key}:reply"]
+    ).exists()
+
+
 def messages_for_conversation(
     *, conversation: Conversation, after: int | None = None
 ) -> QuerySet[Message]:

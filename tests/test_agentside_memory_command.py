@@ -222,3 +222,28 @@ def test_the_command_answer_and_an_agent_turn_are_documented(family, owner_clien
     body = assert_documented(turn, spec, path, "post")
     assert body["command"] is False and body["command_code"] is None
     assert len(_log(conversation)) == 4
+
+
+def test_a_memory_command_with_a_key_already_used_for_a_message_is_a_409(
+    family, owner_client, conversation, alec, llm
+):
+    message_append(conversation=conversation, role="user", content="Hello",
+                   idempotency_key="key-1")
+    before = _log(conversation)
+    response = owner_client.post(
+        f"/api/ai/conversations/{conversation.pk}/turn", {"content": f"/memory delete {alec.pk}"},
+        format="json", HTTP_IDEMPOTENCY_KEY="key-1",
+    )
+    assert response.status_code == 409
+    assert response.json() == {
+        "detail": "This Idempotency-Key was already used for another message.", "code": "conflict",
+    }
+    alec.refresh_from_db()
+    assert alec.deleted_at is None
+    assert _log(conversation) == before
+    # A fresh key is fine: commands are not recorded, so it does not replay anything either.
+    fresh = owner_client.post(
+        f"/api/ai/conversations/{conversation.pk}/turn", {"content": "/memory"},
+        format="json", HTTP_IDEMPOTENCY_KEY="key-2",
+    )
+    assert fresh.status_code == 200 and fresh.json()["command"] is True
