@@ -20,7 +20,7 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.services import messages as message_services
 from facts.services import fact_create
 from memory_site.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
-from memory_site.ai.extractive import kinship_aliases
+from memory_site.ai.extractive import KinshipReader
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +51,25 @@ def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
     """What the legacy is called in messages before `end`: their first name and nickname,
     and the kinship words the user tied to them in ALL their messages so far (rules in
     docs/quality.md), so a batch that only says "Mom" knows Mom is Rose when an earlier
-    batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad."""
+    batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad.
+
+    A catch-up asks once per batch with a growing `end`, so the reading so far is kept on the
+    conversation instance and each call reads only the user's messages since the previous
+    one (rereading all of them for every batch took time quadratic in the conversation's
+    length). Messages are only ever appended, so what was read stays true; an `end` before
+    the last one, or a renamed legacy, starts a new reading."""
     name = conversation.legacy.name
     names = legacy_aliases(name)
-    said = Message.objects.filter(
-        conversation=conversation, role=Message.Role.USER, sequence__lt=end
-    ).order_by("sequence").values_list("content", flat=True)
-    return [*names, *kinship_aliases(list(said), name, names)]
+    reading = getattr(conversation, "_kinship_reading", None)
+    if reading is not None and reading[0].legacy_name == name and reading[1] <= end:
+        reader, read_to = reading
+    else:
+        reader, read_to = KinshipReader(name, names), 0
+    reader.read(Message.objects.filter(
+        conversation=conversation, role=Message.Role.USER, sequence__gte=read_to, sequence__lt=end
+    ).order_by("sequence").values_list("content", flat=True))
+    conversation._kinship_reading = (reader, end)
+    return [*names, *reader.aliases()]
 
 
 def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:

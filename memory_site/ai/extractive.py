@@ -5,8 +5,11 @@ rules, and how well they do on the labelled set in tests/data/, are in docs/qual
 """
 
 import re
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from memory_site.ai.base import ChatReply, ExtractedFact, SummaryExtraction, TranscriptLine
@@ -95,7 +98,7 @@ _CORRECTION = re.compile(
     r"wait,?\s+no|no\s+wait|oops|my mistake)\b[,:.!]?\s*",
     re.IGNORECASE,
 )
-_NOT_VALUE = re.compile(r",?\s*\bnot\s+(?:in\s+|the\s+|a\s+)?([\w'-]+)\s*\.?$", re.IGNORECASE)
+_NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+)?([\w'-]+)\s*\.?$", re.IGNORECASE)
 
 # --- categories (first match wins) ---------------------------------------------------------
 _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -139,13 +142,15 @@ _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 def split_sentences(text: str) -> list[str]:
     """Sentences of `text`, not split after abbreviations such as "St." or "Mrs."."""
     parts = [p.strip() for p in _SENTENCE.split(text.strip()) if p and p.strip()]
-    sentences: list[str] = []
+    # A sentence as its parts: whether it ends in an abbreviation is a question about its
+    # last part, and joining once keeps "Mr. Mr. Mr. …" linear.
+    sentences: list[list[str]] = []
     for part in parts:
-        if sentences and _ABBREVIATION.search(sentences[-1]):
-            sentences[-1] = f"{sentences[-1]} {part}"
+        if sentences and _ABBREVIATION.search(sentences[-1][-1]):
+            sentences[-1].append(part)
         else:
-            sentences.append(part)
-    return sentences
+            sentences.append([part])
+    return [" ".join(sentence) for sentence in sentences]
 
 
 def is_question(sentence: str) -> bool:
@@ -256,6 +261,20 @@ def _alternation(words: Sequence[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
 
+# Patterns that end where a word starts ("my " before "mom", "not " before "a word") match at
+# most 57 characters: their longest words and runs of up to 20 spaces. Searching only the last
+# _LOOKBACK characters before the word finds exactly what searching all the text before it
+# would, in constant time per word instead of time proportional to the text (a 20,000-character
+# message of "mom mom …" took seconds). The search sees the character just before its window,
+# so "\b" and "(?<!…)" at the window's start still work.
+_LOOKBACK = 60
+
+
+def _ends_at(pattern: re.Pattern[str], text: str, position: int) -> bool:
+    """Whether `pattern` (anchored with "$") matches text that ends at `position`."""
+    return bool(pattern.search(text, max(0, position - _LOOKBACK), position))
+
+
 # --- kinship: which word means the legacy --------------------------------------------------
 _NAME_WORD = r"[A-Z][a-zA-Z]*(?:['’][A-Z][a-zA-Z]*)?"
 _PROPER_NAME = rf"{_NAME_WORD}(?:[ -]{_NAME_WORD}){{0,2}}"
@@ -269,13 +288,16 @@ _KIN_ANY = _alternation(list(_FAMILY_OF))
 # "Ma'am", "pop music" and "Mother's Day" are not relatives.
 _NOT_KIN_AFTER = r"(?!['’]am\b)(?!\s+(?:music|art|songs?|stars?|culture|quiz|corn)\b)(?!['’]s\s+Day\b)"
 _KIN_OCCURRENCE = re.compile(rf"(?<![\w'’-])(?i:{_KIN_ANY})(?![\w-]){_NOT_KIN_AFTER}")
-_USERS_RELATIVE = re.compile(rf"(?<![\w'’])(?:my|our)\s+(?:{_KIN_ADJECTIVE}\s+)?$", re.IGNORECASE)
+# Both searched with _ends_at: at most 57 characters.
+_USERS_RELATIVE = re.compile(
+    rf"(?<![\w'’])(?:my|our)\s{{1,20}}(?:{_KIN_ADJECTIVE}\s{{1,20}})?$", re.IGNORECASE)
 # "her dad" is the legacy's father, "Rose's mother" hers, "a mother of three" nobody's.
 _SOMEONE_ELSES = re.compile(
     r"(?:\b(?:her|his|their|your|its|whose|a|an|the|this|that|every|one|no|any|some|another)"
-    r"|['’]s)\s+(?:(?:late|own|dear|old|young|new|real|birth|step|biological)\s+)?$",
+    r"|['’]s)\s{1,20}(?:(?:late|own|dear|old|young|new|real|birth|step|biological)\s{1,20})?$",
     re.IGNORECASE,
 )
+_RELIGIOUS_NAME = re.compile(rf"\s+{_NAME_WORD}")
 _RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
 _NAME_AFTER_KIN = (
     re.compile(rf"[ \t]+({_PROPER_NAME})"),  # "Grandma Ruth", "my brother Tom"
@@ -328,37 +350,76 @@ class _KinUses:
         elif who == "other":
             self.other_links.add(family)
 
-
-def _kin_uses(user_texts: Sequence[str], names: Sequence[str]) -> _KinUses:
-    """Every kinship word of the user's own relatives in `user_texts`, and its links."""
-    uses = _KinUses()
-    for text in user_texts:
+    def read(self, text: str, names: Sequence[str]) -> None:
+        """Every kinship word of the user's own relatives in `text`, and its links."""
         for match in _KIN_OCCURRENCE.finditer(text):
-            word, before, after = match.group(0), text[: match.start()], text[match.end():]
+            # Positions into `text`, not slices of it: a slice would copy the whole text
+            # before or after every kinship word.
+            word, start, end = match.group(0), match.start(), match.end()
             family = _FAMILY_OF[word.lower()]
-            if not _USERS_RELATIVE.search(before):
-                if _SOMEONE_ELSES.search(before):
+            if not _ends_at(_USERS_RELATIVE, text, start):
+                if _ends_at(_SOMEONE_ELSES, text, start):
                     continue
                 if not (word[0].isupper() or word.lower() in _NAME_LIKE_KIN):
                     continue
-                if word in _RELIGIOUS_TITLES and re.match(rf"\s+{_NAME_WORD}", after):
+                if word in _RELIGIOUS_TITLES and _RELIGIOUS_NAME.match(text, end):
                     continue  # "Father Murphy", "Sister Mary": not the user's relative
-            said = uses.words.setdefault(family, [])
+            said = self.words.setdefault(family, [])
             if word.capitalize() not in said:
                 said.append(word.capitalize())
             for pattern in _NAME_AFTER_KIN:
-                named = pattern.match(after)
+                named = pattern.match(text, end)
                 if named:
-                    uses.link(family, _who(named.group(1), names, name_last=False))
+                    self.link(family, _who(named.group(1), names, name_last=False))
                     break
             else:
-                named = _LEGACY_AFTER_KIN.match(after)
+                named = _LEGACY_AFTER_KIN.match(text, end)
                 if named and _who(named.group(1), names, name_last=False) == "legacy":
-                    uses.link(family, "legacy")
+                    self.link(family, "legacy")
         for match in _NAME_BEFORE_KIN.finditer(text):
-            uses.link(_FAMILY_OF[match.group(2).lower()],
+            self.link(_FAMILY_OF[match.group(2).lower()],
                       _who(match.group(1), names, name_last=True))
-    return uses
+
+
+class KinshipReader:
+    """kinship_aliases, read a message at a time: the pipeline asks again after every batch
+    of a conversation, and rereading all the messages before each batch is quadratic in the
+    length of the conversation.
+
+    What a message adds does not depend on the others, except for the "she"/"he" after the
+    legacy's name that may start the next message; the texts are kept for that check, which
+    only runs when no family is linked.
+    """
+
+    def __init__(self, legacy_name: str, aliases: Sequence[str] = ()) -> None:
+        self.legacy_name = legacy_name
+        self._names = _legacy_names(legacy_name, aliases)
+        # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
+        self._given = {_FAMILY_OF[a.strip().lower()] for a in aliases
+                       if a.strip().lower() in _FAMILY_OF}
+        self._uses = _KinUses()
+        self._texts: list[str] = []
+
+    def read(self, user_texts: Iterable[str]) -> None:
+        """Take in the user's next messages, in order."""
+        for text in user_texts:
+            self._uses.read(text, self._names)
+            self._texts.append(text)
+
+    def aliases(self) -> list[str]:
+        """The kinship words that stand for the legacy after the messages read so far."""
+        uses = self._uses
+        families = (uses.legacy_links | self._given) - uses.other_links
+        if not families:
+            candidates = {f for f in UNLINKED_FAMILIES if f in uses.words} - uses.other_links
+            families = candidates if len(candidates) == 1 else set()
+            # "Rose … She …" and only "Dad": Dad is not Rose.
+            if families:
+                name_gender = _name_gender(self._names, " ".join(self._texts))
+                if name_gender and _family_gender(families) not in (None, name_gender):
+                    families = set()
+        return [word for family, words in uses.words.items() if family in families
+                for word in words]
 
 
 def kinship_aliases(user_texts: Sequence[str], legacy_name: str,
@@ -375,23 +436,9 @@ def kinship_aliases(user_texts: Sequence[str], legacy_name: str,
     nothing. An unlinked family whose gender contradicts the user's "she"/"he" right after
     the legacy's name is not theirs either.
     """
-    names = _legacy_names(legacy_name, aliases)
-    uses = _kin_uses(user_texts, names)
-    # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
-    for alias in aliases:
-        family = _FAMILY_OF.get(alias.strip().lower())
-        if family:
-            uses.legacy_links.add(family)
-            uses.words.setdefault(family, [])
-    families = uses.legacy_links - uses.other_links
-    if not families:
-        candidates = {f for f in UNLINKED_FAMILIES if f in uses.words} - uses.other_links
-        families = candidates if len(candidates) == 1 else set()
-        # "Rose … She …" and only "Dad": Dad is not Rose.
-        name_gender = _name_gender(names, " ".join(user_texts))
-        if name_gender and _family_gender(families) not in (None, name_gender):
-            families = set()
-    return [word for family, words in uses.words.items() if family in families for word in words]
+    reader = KinshipReader(legacy_name, aliases)
+    reader.read(user_texts)
+    return reader.aliases()
 
 
 def _family_gender(families: set[str]) -> str | None:
@@ -452,18 +499,35 @@ class _Legacy:
         )
 
 
+_SENTENCE_END_MARK = re.compile(r"[.!?]")
+_NEXT_SENTENCE_PRONOUN = re.compile(r"[.!?]\s+(She|He|Her|His)\b")
+_SAME_SENTENCE_PRONOUN = re.compile(r"\b(she|he)\b")
+
+
 def _name_gender(names: Sequence[str], text: str) -> str | None:
     """The legacy's gender from "she"/"he" right after their name ("Did Rose keep a diary?
-    She kept it…"), when every such pronoun agrees."""
-    name_alt = _alternation(names)
-    words = {
-        (match.group(1) or match.group(2)).lower()
-        for match in re.finditer(
-            rf"\b(?:{name_alt})\b[^.!?]*[.!?]\s+(She|He|Her|His)\b"
-            rf"|\b(?:{name_alt})\b[^.!?]*\b(she|he)\b",
-            text,
-        )
-    }
+    She kept it…"): the pronoun that starts the next sentence, else the last lower-case one
+    in the name's own sentence; when every such pronoun agrees.
+
+    Each sentence is read once, from its first mention of the name: a later mention in the
+    same sentence finds the same pronoun or none, and scanning to the sentence end from
+    every mention takes quadratic time on a long text without punctuation ("Rose Rose …").
+    """
+    name = re.compile(rf"\b(?:{_alternation(names)})\b")
+    words: set[str] = set()
+    position = 0
+    while found := name.search(text, position):
+        mark = _SENTENCE_END_MARK.search(text, found.end())
+        stop = mark.start() if mark else len(text)
+        following = _NEXT_SENTENCE_PRONOUN.match(text, stop)
+        if following:
+            words.add(following.group(1).lower())
+            position = following.end()
+            continue
+        pronouns = _SAME_SENTENCE_PRONOUN.findall(text, found.end(), stop)
+        if pronouns:
+            words.add(pronouns[-1])
+        position = stop + 1
     genders = {"female" if word in ("she", "her") else "male" for word in words}
     return genders.pop() if len(genders) == 1 else None
 
@@ -476,7 +540,10 @@ def _legacy_for(legacy_name: str, aliases: Sequence[str], lines: Sequence[Transc
     her a red Chevy": Dad is not Rose)."""
     names = _legacy_names(legacy_name, aliases)
     given = {_FAMILY_OF[a.strip().lower()] for a in aliases if a.strip().lower() in _FAMILY_OF}
-    uses = _kin_uses([line.content for line in lines if line.role == "user"], names)
+    uses = _KinUses()
+    for line in lines:
+        if line.role == "user":
+            uses.read(line.content, names)
     name_gender = _name_gender(
         names, " ".join(line.content for line in lines if line.role in ("user", "assistant")))
     if name_gender:
@@ -607,6 +674,9 @@ _PHRASE_STOP = re.compile(
     re.IGNORECASE,
 )
 _PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+# Searched with _ends_at, before a determiner: at most 25 characters.
+_NEGATION_BEFORE = re.compile(r"\b(?:not|no|never)\s{1,20}$", re.IGNORECASE)
+_COPULA_BEFORE = re.compile(r"\b(?:was|is|were|are)\s{1,20}$", re.IGNORECASE)
 
 
 @dataclass
@@ -638,8 +708,7 @@ def _antecedents(sentence: str, excluded: re.Pattern[str]) -> list[_Antecedent]:
     for match in _DETERMINER.finditer(sentence):
         phrase = _PHRASE_WORDS.match(sentence, match.end())
         # "Not a word." names nothing that a later "it" could be.
-        if phrase is None or re.search(r"\b(?:not|no|never)\s+$", sentence[: match.start()],
-                                       re.IGNORECASE):
+        if phrase is None or _ends_at(_NEGATION_BEFORE, sentence, match.start()):
             continue
         words: list[str] = []
         for word in phrase.group(0).split():
@@ -652,15 +721,20 @@ def _antecedents(sentence: str, excluded: re.Pattern[str]) -> list[_Antecedent]:
         if excluded.search(" ".join(words)):
             continue
         end = match.end() + len(" ".join(words))
-        kind = match.group(1).lower() in ("the", "a", "an") and bool(
-            re.search(r"\b(?:was|is|were|are)\s+$", sentence[: match.start()], re.IGNORECASE)
-        )
+        kind = match.group(1).lower() in ("the", "a", "an") and _ends_at(
+            _COPULA_BEFORE, sentence, match.start())
         found.append(_Antecedent(match.start(), end, text, _plural_noun(words[-1]), kind))
+    # A proper name inside a phrase above is part of it. The phrases come in order of start,
+    # so the furthest end among those starting before a name tells (in log time, where
+    # checking every phrase per name is quadratic on a long sentence).
+    starts = [a.start for a in found]
+    reach = list(accumulate((a.end for a in found), max))
     for match in _PROPER_NOUN.finditer(sentence):
         name = match.group(0)
         if name.split()[0] in _NOT_NAMES or excluded.search(name):
             continue
-        if any(a.start <= match.start() < a.end for a in found):
+        index = bisect_right(starts, match.start()) - 1
+        if index >= 0 and reach[index] > match.start():
             continue
         found.append(_Antecedent(match.start(), match.end(), name, False))
     return sorted(found, key=lambda a: a.end)
@@ -713,44 +787,84 @@ def _values(text: str) -> dict[str, list[str]]:
     }
 
 
-def _apply_correction(facts: list[ExtractedFact], body: str) -> bool:
+def _taken_back(body: str) -> tuple[str, str] | None:
+    """The value a correction takes back ("1962, not 1961" → "1961") and what it says before
+    that ("1962")."""
+    match = _NOT_VALUE.search(body)
+    if match is None:
+        return None
+    # The comma and spaces before "not" are trimmed here: as ",?\s*" at the pattern's start,
+    # they made every position of a long run of spaces rescan the rest of the run.
+    return match.group(1), body[: match.start()].rstrip().removesuffix(",")
+
+
+# A correction fixes one of the last _CORRECTION_REACH facts of its batch (what the user has
+# just said): looking further back made every correction reread every fact, quadratic in a
+# batch of long pasted messages.
+_CORRECTION_REACH = 50
+
+
+class _BatchFacts:
+    """A batch's facts so far, with a count of each content (a correction can give one fact
+    another's words), so that a duplicate is found without rereading them all."""
+
+    def __init__(self) -> None:
+        self.facts: list[ExtractedFact] = []
+        self._contents: Counter[str] = Counter()
+
+    def __contains__(self, content: str) -> bool:
+        return self._contents[content] > 0
+
+    def recent(self) -> list[tuple[int, ExtractedFact]]:
+        """The facts a correction may reach, oldest first, with their indices."""
+        start = max(0, len(self.facts) - _CORRECTION_REACH)
+        return list(enumerate(self.facts[start:], start))
+
+    def put(self, fact: ExtractedFact, index: int | None = None) -> None:
+        """Append `fact`, or put it in place of the fact at `index`."""
+        if index is None:
+            self.facts.append(fact)
+        else:
+            self._contents[self.facts[index].content] -= 1
+            self.facts[index] = fact
+        self._contents[fact.content] += 1
+
+
+def _apply_correction(found: _BatchFacts, body: str) -> bool:
     """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
     kind in the most recent fact that has one. Returns whether a fact changed."""
-    old_match = _NOT_VALUE.search(body)
-    old = old_match.group(1) if old_match else None
-    body = body[: old_match.start()] if old_match else body
+    taken_back = _taken_back(body)
+    old = taken_back[0] if taken_back else None
+    body = taken_back[1] if taken_back else body
     new_values = _values(body)
     for kind in ("year", "number", "proper"):
         if not new_values[kind]:
             continue
         new = new_values[kind][-1]
-        for index in range(len(facts) - 1, -1, -1):
-            content = facts[index].content
+        for index, fact in reversed(found.recent()):
+            content = fact.content
             in_content = [old] if old and old in content else []
             targets = in_content if old else _values(content)[kind]
             targets = [t for t in targets if t and t != display_name(content)]
             if targets:
                 target = targets[-1]
                 updated = content.replace(target, new, 1)
-                facts[index] = ExtractedFact(category=facts[index].category, content=updated)
+                found.put(ExtractedFact(category=fact.category, content=updated), index)
                 return True
     return False
 
 
-def _replace_similar(facts: list[ExtractedFact], fact: ExtractedFact) -> None:
+def _replace_similar(found: _BatchFacts, fact: ExtractedFact) -> None:
     """A corrected full statement replaces the earlier fact it corrects (the most similar one)."""
     words = _content_words(fact.content)
     best, best_score = None, 0.0
-    for index, other in enumerate(facts):
+    for index, other in found.recent():
         other_words = _content_words(other.content)
         union = words | other_words
         score = len(words & other_words) / len(union) if union else 0.0
         if score > best_score:
             best, best_score = index, score
-    if best is not None and best_score >= 0.3:
-        facts[best] = fact
-    else:
-        facts.append(fact)
+    found.put(fact, best if best_score >= 0.3 else None)
 
 
 def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
@@ -773,7 +887,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     legacy = _legacy_for(legacy_name, aliases, lines)
     reference = legacy.reference()
     mention = legacy.mention()
-    facts: list[ExtractedFact] = []
+    facts = _BatchFacts()
     focus_on_legacy = False
     previous: str | None = None
     for line in lines:
@@ -815,21 +929,21 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 if not _says_something(content):
                     continue
                 fact = ExtractedFact(category=categorize(content), content=content)
-                if fact.content in {f.content for f in facts}:
+                if fact.content in facts:
                     continue
-                old_value = _NOT_VALUE.search(body)
-                if correction and old_value and any(
-                    old_value.group(1) in f.content for f in facts
+                taken_back = _taken_back(body)
+                if correction and taken_back and any(
+                    taken_back[0] in f.content for _, f in facts.recent()
                 ):
                     # "She retired in 1994, not 1993": fix the value where it was said.
                     _apply_correction(facts, body)
                 elif correction:
                     _replace_similar(facts, fact)
                 else:
-                    facts.append(fact)
-            elif correction and facts:
+                    facts.put(fact)
+            elif correction and facts.facts:
                 _apply_correction(facts, body)
-    return facts
+    return facts.facts
 
 
 class ExtractiveLLM:
