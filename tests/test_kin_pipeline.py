@@ -88,3 +88,24 @@ def test_a_batch_is_judged_on_what_the_user_said_up_to_its_end(family, batches_o
         (0, "Rose was a nurse in Dayton."),
     ]
     assert ConversationChunk.objects.filter(conversation=conversation).count() == 2
+
+
+def test_once_the_user_calls_her_rose_dad_and_mom_are_not_rose(family, batches_of_four):
+    # The review's case: "Dad worked at the steel mill" used to be filed as Rose's. The first
+    # batch, said before the name, keeps its Mom facts.
+    conversation = closed_conversation(
+        family,
+        "Mom was a nurse in Dayton.",
+        "Mom grew peonies by the back door.",
+        "Rose loved gardening.",
+        "Dad worked at the steel mill for thirty years.",
+    )
+    assert summarization.conversation_aliases(conversation=conversation, end=4) == ["Rose", "Mom"]
+    assert summarization.conversation_aliases(conversation=conversation, end=8) == ["Rose"]
+    summarization.conversation_catch_up(conversation=conversation)
+    assert facts_by_batch(family, conversation) == [
+        (0, "Rose grew peonies by the back door."),
+        (0, "Rose was a nurse in Dayton."),
+        (4, "Rose loved gardening."),
+    ]
+

@@ -384,40 +384,34 @@ class _KinUses:
 class KinshipReader:
     """kinship_aliases, read a message at a time: the pipeline asks again after every batch
     of a conversation, and rereading all the messages before each batch is quadratic in the
-    length of the conversation.
-
-    What a message adds does not depend on the others, except for the "she"/"he" after the
-    legacy's name that may start the next message; the texts are kept for that check, which
-    only runs when no family is linked.
-    """
+    length of the conversation. What a message adds does not depend on the others."""
 
     def __init__(self, legacy_name: str, aliases: Sequence[str] = ()) -> None:
         self.legacy_name = legacy_name
         self._names = _legacy_names(legacy_name, aliases)
+        self._name = re.compile(rf"\b(?:{_alternation(self._names)})\b")
         # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
         self._given = {_FAMILY_OF[a.strip().lower()] for a in aliases
                        if a.strip().lower() in _FAMILY_OF}
         self._uses = _KinUses()
-        self._texts: list[str] = []
+        self._named = False
 
     def read(self, user_texts: Iterable[str]) -> None:
         """Take in the user's next messages, in order."""
         for text in user_texts:
             self._uses.read(text, self._names)
-            self._texts.append(text)
+            self._named = self._named or bool(self._name.search(text))
 
     def aliases(self) -> list[str]:
         """The kinship words that stand for the legacy after the messages read so far."""
         uses = self._uses
         families = (uses.legacy_links | self._given) - uses.other_links
-        if not families:
+        # "Rose loved gardening." and "Dad worked at the mill.": the person the user calls
+        # Rose is not the one they call Dad, unless they say so. Only a conversation that
+        # never names the legacy lets a family stand for them unlinked.
+        if not families and not self._named:
             candidates = {f for f in UNLINKED_FAMILIES if f in uses.words} - uses.other_links
             families = candidates if len(candidates) == 1 else set()
-            # "Rose … She …" and only "Dad": Dad is not Rose.
-            if families:
-                name_gender = _name_gender(self._names, " ".join(self._texts))
-                if name_gender and _family_gender(families) not in (None, name_gender):
-                    families = set()
         return [word for family, words in uses.words.items() if family in families
                 for word in words]
 
@@ -430,11 +424,11 @@ def kinship_aliases(user_texts: Sequence[str], legacy_name: str,
     A family the user ties to the legacy's name ("my mom, Rose", "Mom (Rose)", "Rose was my
     mother", "Grandma Rose") is theirs, in all its words ("Mama", "mother"); a family tied to
     another name ("Grandma Ruth", "Dad, Henry") never is. Without such a link, a parent's or
-    grandparent's family is theirs only when it is the only one of those the user speaks of:
-    "Mom" and "Dad" in one conversation, neither linked, leaves both as other people.
-    Someone else's relative ("her dad", "Rose's mother") is not the user's and counts for
-    nothing. An unlinked family whose gender contradicts the user's "she"/"he" right after
-    the legacy's name is not theirs either.
+    grandparent's family is theirs only when it is the only one of those the user speaks of
+    and the user never calls the legacy by name: "Mom" and "Dad" in one conversation,
+    neither linked, leaves both as other people, and so does "Rose loved gardening." next to
+    "Dad worked at the mill.". Someone else's relative ("her dad", "Rose's mother") is not
+    the user's and counts for nothing.
     """
     reader = KinshipReader(legacy_name, aliases)
     reader.read(user_texts)
