@@ -71,6 +71,17 @@ def openai_server():
     server.stop()
 
 
+@pytest.fixture
+def openai_llm(settings, openai_server):
+    """The LLM provider set to `openai` against the fake server, without retries, so that a
+    test scripts every answer the agent gets; returns the server."""
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = openai_server.base_url
+    settings.LLM_MAX_RETRIES = 0
+    settings.LLM_TIMEOUT_SECONDS = 10
+    return openai_server
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Debian chromium for every browser test, driven by Playwright."""

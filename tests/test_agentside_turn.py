@@ -24,15 +24,6 @@ def _url(conversation) -> str:
     return f"/api/ai/conversations/{conversation.pk}/turn"
 
 
-@pytest.fixture
-def openai_llm(settings, openai_server):
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = openai_server.base_url
-    settings.LLM_MAX_RETRIES = 0
-    settings.LLM_TIMEOUT_SECONDS = 5
-    return openai_server
-
-
 def test_an_offline_turn_saves_both_messages_and_answers_honestly(family, owner_client, conversation):
     earlier = ConversationFactory(user=family.owner, legacy=family.legacy)
     chunk_for(earlier, 0, 20, "Rose taught the grandchildren to fish at the lake.")

@@ -17,15 +17,6 @@ from tests.factories import ConversationFactory
 ANNA = {"content": "Anna is the user's sister", "category": "person", "subject": "Anna"}
 
 
-@pytest.fixture
-def openai_llm(settings, openai_server):
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = openai_server.base_url
-    settings.LLM_MAX_RETRIES = 0
-    settings.LLM_TIMEOUT_SECONDS = 10
-    return openai_server
-
-
 def _roles(conversation) -> list[str]:
     return list(Message.objects.filter(conversation=conversation).order_by("sequence")
                 .values_list("role", flat=True))

@@ -151,7 +151,7 @@ def test_quality_benchmark_meets_its_floor():
 
 
 @pytest.fixture
-def openai_llm(settings, openai_server):
+def openai_provider(settings, openai_server):
     settings.LLM_PROVIDER = "openai"
     settings.LLM_BASE_URL = openai_server.base_url
     settings.LLM_API_KEY = "test-key"
@@ -166,9 +166,9 @@ VALID = {"summary": "They talked about Rose's nursing.",
          "facts": [{"category": "occupation", "content": "Rose was a nurse."}]}
 
 
-def test_valid_json_output(openai_llm, openai_server):
+def test_valid_json_output(openai_provider, openai_server):
     openai_server.chat_json(VALID)
-    result = openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield",
+    result = openai_provider.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield",
                                               aliases=["Rosie"])
     assert result.summary == "They talked about Rose's nursing."
     assert [(f.category, f.content) for f in result.facts] == [("occupation", "Rose was a nurse.")]
@@ -179,30 +179,30 @@ def test_valid_json_output(openai_llm, openai_server):
     assert "[0] user: Mom was a nurse." in request.messages[1]["content"]
 
 
-def test_nul_characters_in_model_output_are_dropped_before_storage(openai_llm, openai_server):
+def test_nul_characters_in_model_output_are_dropped_before_storage(openai_provider, openai_server):
     openai_server.chat_json({"summary": "They talked\u0000 about Rose.",
                              "facts": [{"category": "occupation", "content": "Rose\u0000 was a nurse."},
                                        {"category": "other", "content": "\u0000"}]})
-    result = openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield")
+    result = openai_provider.summarize_and_extract(messages=BATCH, legacy_name="Rose Whitfield")
     assert result.summary == "They talked about Rose."
     assert [(f.category, f.content) for f in result.facts] == [("occupation", "Rose was a nurse.")]
     openai_server.chat_json({"summary": "\u0000Rolling\u0000 summary."})
-    summary = openai_llm.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
+    summary = openai_provider.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
                                           legacy_name="Rose Whitfield")
     assert summary == "Rolling summary."
 
 
-def test_malformed_output_is_retried_then_rejected(openai_llm, openai_server):
+def test_malformed_output_is_retried_then_rejected(openai_provider, openai_server):
     openai_server.chat_text("{not json").chat_json({"summary": "x"}).chat_json(VALID)
-    assert openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose").summary
+    assert openai_provider.summarize_and_extract(messages=BATCH, legacy_name="Rose").summary
     assert len(openai_server.calls()) == 3
     for _ in range(3):
         openai_server.chat_json({"summary": "x", "facts": "none"})
     with pytest.raises(LLMOutputError, match="after 3 attempts"):
-        openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose")
+        openai_provider.summarize_and_extract(messages=BATCH, legacy_name="Rose")
 
 
-def test_truncated_output_is_rejected(settings, openai_llm, openai_server):
+def test_truncated_output_is_rejected(settings, openai_provider, openai_server):
     settings.LLM_MAX_RETRIES = 0
     llm = get_llm()
     openai_server.chat_text('{"summary": "Rose was', finish_reason="length")
@@ -212,26 +212,26 @@ def test_truncated_output_is_rejected(settings, openai_llm, openai_server):
 
 
 @pytest.mark.parametrize("status", [500, 429, 503])
-def test_server_errors_and_rate_limits_are_retried(openai_llm, openai_server, status):
+def test_server_errors_and_rate_limits_are_retried(openai_provider, openai_server, status):
     openai_server.error(status, headers={"Retry-After": "0"}).chat_json({"summary": "Fine."})
-    assert openai_llm.summarize_window(previous_summary="[0] x", messages=BATCH, window_start=0,
+    assert openai_provider.summarize_window(previous_summary="[0] x", messages=BATCH, window_start=0,
                                        legacy_name="Rose") == "Fine."
     assert len(openai_server.calls()) == 2
 
 
-def test_retries_are_bounded(openai_llm, openai_server):
+def test_retries_are_bounded(openai_provider, openai_server):
     for _ in range(3):
         openai_server.error(500)
     with pytest.raises(LLMError, match="after 3 attempts"):
-        openai_llm.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
+        openai_provider.summarize_window(previous_summary=None, messages=BATCH, window_start=0,
                                     legacy_name="Rose")
     assert len(openai_server.calls()) == 3
 
 
-def test_a_client_error_is_not_retried(openai_llm, openai_server):
+def test_a_client_error_is_not_retried(openai_provider, openai_server):
     openai_server.error(400, "bad request")
     with pytest.raises(LLMError):
-        openai_llm.summarize_and_extract(messages=BATCH, legacy_name="Rose")
+        openai_provider.summarize_and_extract(messages=BATCH, legacy_name="Rose")
     assert len(openai_server.calls()) == 1
 
 
@@ -247,9 +247,9 @@ def test_timeouts(settings, openai_server):
     assert len(openai_server.calls()) == 2
 
 
-def test_chat_with_tool_calls(openai_llm, openai_server):
+def test_chat_with_tool_calls(openai_provider, openai_server):
     openai_server.chat_tool_calls([("remember", {"subject": "Rose"})], content=None)
-    reply = openai_llm.chat(messages=[{"role": "user", "content": "hi"}],
+    reply = openai_provider.chat(messages=[{"role": "user", "content": "hi"}],
                             tools=[{"type": "function", "function": {"name": "remember",
                                                                      "parameters": {}}}])
     assert reply.content == ""

@@ -190,15 +190,6 @@ def test_a_memory_command_with_nul_in_the_id_says_there_is_no_such_memory(family
 # --- Tool calls the model makes during a turn -------------------------------------------------
 
 
-@pytest.fixture
-def openai_llm(settings, openai_server):
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = openai_server.base_url
-    settings.LLM_MAX_RETRIES = 0
-    settings.LLM_TIMEOUT_SECONDS = 5
-    return openai_server
-
-
 def test_tool_calls_with_nul_in_a_turn_are_refused_and_the_turn_goes_on(
     family, owner_client, conversation, openai_llm
 ):

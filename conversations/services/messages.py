@@ -86,12 +86,10 @@ def message_append(
     if role not in APPENDABLE_ROLES:
         raise ValidationError({"role": [f"Must be one of: {', '.join(sorted(APPENDABLE_ROLES))}."]})
     validate_message_content(content)
-    if idempotency_key:
-        existing = Message.objects.filter(
-            conversation=conversation, idempotency_key=idempotency_key
-        ).first()
-        if existing is not None:
-            return _replayed(existing, role=role, content=content), False
+    if idempotency_key and (
+        replayed := _replayed(conversation, idempotency_key, role=role, content=content)
+    ):
+        return replayed, False
     try:
         with transaction.atomic():
             # The row lock serialises appends to one conversation; the counter is rolled
@@ -119,12 +117,11 @@ def message_append(
                 conversation_id = locked.pk
                 transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
     except IntegrityError:
-        if idempotency_key:
-            existing = Message.objects.filter(
-                conversation=conversation, idempotency_key=idempotency_key
-            ).first()
-            if existing is not None:
-                return _replayed(existing, role=role, content=content), False
+        # A racing request with the same key committed first: answer with its message.
+        if idempotency_key and (
+            replayed := _replayed(conversation, idempotency_key, role=role, content=content)
+        ):
+            return replayed, False
         raise
     conversation.message_count = locked.message_count
     conversation.last_message_at = locked.last_message_at
@@ -132,9 +129,15 @@ def message_append(
     return message, True
 
 
-def _replayed(existing: Message, *, role: str, content: str) -> Message:
-    """The message saved earlier with the same key, if it is the same message."""
-    if existing.role != role or existing.content != content:
+def _replayed(
+    conversation: Conversation, idempotency_key: str, *, role: str, content: str
+) -> Message | None:
+    """The message saved earlier under this key, if any; IdempotencyConflict when it is not
+    the same message."""
+    existing = Message.objects.filter(
+        conversation=conversation, idempotency_key=idempotency_key
+    ).first()
+    if existing is not None and (existing.role != role or existing.content != content):
         raise IdempotencyConflict()
     return existing
 
