@@ -23,8 +23,8 @@ from agent_memory.serializers import (
 )
 from conversations.models import Conversation, Message
 from conversations.selectors import conversation_for_user
-from memory_site.api import error_responses, paginate, paginated
-from memory_site.drf import service_errors
+from memory_site.core.api import error_responses, paginate, paginated
+from memory_site.core.drf import service_errors
 
 
 def _sources(request: Request, data: dict) -> tuple[Conversation | None, Message | None]:

@@ -24,7 +24,7 @@ from agent_memory.models import (
 )
 from conversations.models import Message
 from conversations.selectors import conversations_for_user
-from memory_site.ai import count_tokens
+from memory_site.core.ai import count_tokens
 
 MEMORY_DOCUMENT_SCHEMA_VERSION = "1.0"
 

@@ -26,7 +26,7 @@ from agent_memory.models import (
     generate_short_id,
 )
 from conversations.models import Conversation, Message
-from memory_site.text import NUL_MESSAGE, has_nul
+from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 

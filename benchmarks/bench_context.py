@@ -55,7 +55,7 @@ def fill(*, users: int, conversations: int, chunks: int, seed: int = 7) -> list[
 
     from conversations.models import Conversation, ConversationChunk, Message
     from facts.models import Legacy, LegacyFact, LegacyMembership
-    from memory_site.ai import count_tokens, get_embedder
+    from memory_site.core.ai import count_tokens, get_embedder
 
     rng = random.Random(seed)
     embedder = get_embedder()

@@ -65,8 +65,8 @@ class Report:
 
 def evaluate(path: Path) -> Report:
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
-    from memory_site.ai.base import TranscriptLine
-    from memory_site.ai.extractive import extract_facts, kinship_aliases
+    from memory_site.core.ai.base import TranscriptLine
+    from memory_site.core.ai.extractive import extract_facts, kinship_aliases
 
     data = json.loads(path.read_text())
     report = Report(name=path.stem)

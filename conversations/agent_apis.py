@@ -28,8 +28,8 @@ from conversations.context import build_context
 from conversations.selectors import conversation_for_user, idempotency_key_used
 from conversations.services.turn import TurnConflict, TurnInProgress, TurnProviderError, turn_run
 from facts.selectors import legacy_for_member
-from memory_site.api import Conflict, ErrorSerializer, error_responses
-from memory_site.drf import service_errors
+from memory_site.core.api import Conflict, ErrorSerializer, error_responses
+from memory_site.core.drf import service_errors
 
 
 class LegacySearchApi(APIView):

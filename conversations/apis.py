@@ -19,8 +19,8 @@ from conversations.serializers import (
     MessageSerializer,
 )
 from facts.selectors import legacy_for_member
-from memory_site.api import Conflict, error_responses, paginate, paginated
-from memory_site.drf import service_errors
+from memory_site.core.api import Conflict, error_responses, paginate, paginated
+from memory_site.core.drf import service_errors
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,

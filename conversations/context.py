@@ -39,7 +39,7 @@ from conversations.models import Conversation, ConversationMemory, Message
 from conversations.retrieval import SearchHit, search_conversations
 from conversations.selectors import latest_completed_memory
 from facts.selectors import FACTS_FENCE, facts_visible_to, format_facts_for_prompt
-from memory_site.ai import count_tokens, truncate_to_tokens
+from memory_site.core.ai import count_tokens, truncate_to_tokens
 
 # OpenAI's chat format spends a few tokens per message on the role and separators.
 TOKENS_PER_MESSAGE = 4

@@ -24,8 +24,8 @@ from django.db import connection
 
 from conversations.models import Conversation, ConversationChunk, Message
 from facts.models import Legacy
-from memory_site.ai import EmbeddingError, get_embedder
-from memory_site.text import NUL_MESSAGE, has_nul
+from memory_site.core.ai import EmbeddingError, get_embedder
+from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from facts.serializers import (
     MemberInputSerializer,
     MembershipSerializer,
 )
-from memory_site.api import Conflict, error_responses, paginate, paginated
-from memory_site.drf import service_errors
+from memory_site.core.api import Conflict, error_responses, paginate, paginated
+from memory_site.core.drf import service_errors
 
 
 class LegacyListCreateApi(APIView):

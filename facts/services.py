@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
-from memory_site.text import NUL_MESSAGE, has_nul, reject_nul
+from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
 
 if TYPE_CHECKING:
     from conversations.models import Conversation

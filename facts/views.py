@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from facts import selectors, services
 from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
-from memory_site.text import NUL_MESSAGE, has_nul
+from memory_site.core.text import NUL_MESSAGE, has_nul
 
 
 def _first_errors(exc: ValidationError) -> dict[str, str]:

@@ -25,7 +25,7 @@ from conversations import selectors as conversations_selectors
 from conversations import services as conversations_services
 from facts import selectors as facts_selectors
 from facts import services as facts_services
-from memory_site.api import error_responses
+from memory_site.core.api import error_responses
 from memory_site.export_schema import ExportSerializer
 
 EXPORT_SCHEMA_VERSION = "1.0"

@@ -107,7 +107,7 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "memory_site.api.exception_handler",
+    "EXCEPTION_HANDLER": "memory_site.core.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)

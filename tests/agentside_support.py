@@ -3,7 +3,7 @@
 import random
 
 from conversations.models import Conversation, ConversationChunk
-from memory_site.ai import get_embedder
+from memory_site.core.ai import get_embedder
 
 
 def chunk_for(conversation: Conversation, start: int, end: int, content: str,

@@ -111,7 +111,7 @@ def test_the_summary_delta_starts_where_the_window_does_when_it_moved_past_the_b
 def test_a_reopened_conversation_gets_the_same_context_after_every_process_restarted(
     family, conversation
 ):
-    from memory_site.ai import providers, tokens
+    from memory_site.core.ai import providers, tokens
 
     now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
     chunk_for(ConversationFactory(user=family.owner, legacy=family.legacy), 0, 20,

@@ -9,7 +9,7 @@ from agent_memory.services import memory_create, place_add
 from conversations.context import DATETIME_PREFIX, build_context, total_tokens
 from conversations.models import ConversationMemory
 from conversations.services import message_append
-from memory_site.ai import count_tokens
+from memory_site.core.ai import count_tokens
 from tests.agentside_support import chunk_for
 from tests.factories import ConversationFactory, LegacyFactFactory
 

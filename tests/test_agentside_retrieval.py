@@ -10,7 +10,7 @@ from pgvector.django import CosineDistance
 from conversations.models import ConversationChunk
 from conversations.retrieval import search_conversations, search_params, search_sql
 from conversations.services import message_append
-from memory_site.ai import get_embedder
+from memory_site.core.ai import get_embedder
 from tests.agentside_support import chunk_for, cosine_distance, near
 from tests.factories import ConversationFactory, LegacyFactory
 

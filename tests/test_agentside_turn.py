@@ -7,7 +7,7 @@ import pytest
 from agent_memory.models import AgentMemory
 from agent_memory.selectors import active_memories_for_user
 from conversations.models import ConversationMemory, Message
-from memory_site.ai.offline_chat import OFFLINE_NOTICE
+from memory_site.core.ai.offline_chat import OFFLINE_NOTICE
 from tests.agentside_support import chunk_for
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, LegacyFactFactory
@@ -60,7 +60,7 @@ def test_the_same_state_gives_the_same_offline_reply(family, conversation):
     from agent_memory.tools import tool_definitions
     from conversations.context import build_context
     from conversations.services import message_append
-    from memory_site.ai import get_llm
+    from memory_site.core.ai import get_llm
 
     message_append(conversation=conversation, role="user", content="Hello there")
     replies = [

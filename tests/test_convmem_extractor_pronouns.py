@@ -2,8 +2,8 @@
 
 import pytest
 
-from memory_site.ai import TranscriptLine
-from memory_site.ai.extractive import extract_facts, kinship_aliases
+from memory_site.core.ai import TranscriptLine
+from memory_site.core.ai.extractive import extract_facts, kinship_aliases
 
 
 def facts_of(*pairs, aliases=("Rose",)):

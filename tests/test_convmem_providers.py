@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_site.ai import LLMError, TranscriptLine, count_tokens, get_embedder, get_llm
-from memory_site.ai.base import EmbeddingError, LLMOutputError
-from memory_site.ai.extractive import (
+from memory_site.core.ai import LLMError, TranscriptLine, count_tokens, get_embedder, get_llm
+from memory_site.core.ai.base import EmbeddingError, LLMOutputError
+from memory_site.core.ai.extractive import (
     extract_facts,
     extractive_summary,
     kinship_aliases,

@@ -5,8 +5,8 @@ import socket
 import pytest
 import tiktoken
 
-from memory_site.ai import count_tokens, truncate_to_tokens
-from memory_site.ai.tokens import encoding
+from memory_site.core.ai import count_tokens, truncate_to_tokens
+from memory_site.core.ai.tokens import encoding
 
 # Token ids of cl100k_base for these strings, as published by tiktoken and OpenAI's cookbook.
 KNOWN = [
@@ -27,7 +27,7 @@ def test_offline_encoding_is_cl100k_and_needs_no_network(monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
-    from memory_site.ai.tokens import _encoding
+    from memory_site.core.ai.tokens import _encoding
 
     _encoding.cache_clear()
     enc = encoding()

@@ -16,7 +16,7 @@ from conversations.retrieval import validate_search_input
 from conversations.services.turn import turn_run
 from facts import services as fact_services
 from facts.models import Legacy, LegacyFact, LegacyMembership
-from memory_site.text import NUL_MESSAGE
+from memory_site.core.text import NUL_MESSAGE
 from tests.factories import ConversationFactory, LegacyFactFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

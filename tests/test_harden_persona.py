@@ -9,7 +9,7 @@ from django.test import Client
 from conversations.context import DATETIME_PREFIX, PERSONA_INSTRUCTIONS, build_context, total_tokens
 from conversations.models import Conversation, Message
 from conversations.services import conversation_create, message_append
-from memory_site.ai import count_tokens
+from memory_site.core.ai import count_tokens
 from tests.factories import ConversationFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ import pytest
 
 from conversations.models import Message
 from conversations.services import summarization
-from memory_site.ai import TranscriptLine
-from memory_site.ai.extractive import extract_facts, kinship_aliases
+from memory_site.core.ai import TranscriptLine
+from memory_site.core.ai.extractive import extract_facts, kinship_aliases
 from tests.factories import ConversationFactory
 
 ROSE = "Rose Whitfield"

@@ -10,8 +10,8 @@ from conversations import tasks
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
-from memory_site.ai import count_tokens
-from memory_site.text import nul_errors, reject_nul
+from memory_site.core.ai import count_tokens
+from memory_site.core.text import nul_errors, reject_nul
 
 APPENDABLE_ROLES = {choice for choice in Message.Role.values}
 

@@ -19,8 +19,8 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 # may still be loading when this line runs.
 from conversations.services import messages as message_services
 from facts.services import fact_create
-from memory_site.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
-from memory_site.ai.extractive import KinshipReader
+from memory_site.core.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
+from memory_site.core.ai.extractive import KinshipReader
 
 logger = logging.getLogger(__name__)
 

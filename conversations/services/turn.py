@@ -33,7 +33,7 @@ from conversations.services.messages import (
     validate_idempotency_key,
     validate_message_content,
 )
-from memory_site.ai import LLMError, get_llm
+from memory_site.core.ai import LLMError, get_llm
 
 logger = logging.getLogger(__name__)
 

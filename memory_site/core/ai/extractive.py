@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from memory_site.ai.base import ChatReply, ExtractedFact, SummaryExtraction, TranscriptLine
-from memory_site.ai.tokens import count_tokens
+from memory_site.core.ai.base import ChatReply, ExtractedFact, SummaryExtraction, TranscriptLine
+from memory_site.core.ai.tokens import count_tokens
 
 DEFAULT_SUMMARY_TOKEN_LIMIT = 200
 
@@ -977,6 +977,6 @@ class ExtractiveLLM:
         )
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        from memory_site.ai.offline_chat import offline_chat_reply  # the agent side's rules
+        from memory_site.core.ai.offline_chat import offline_chat_reply  # the agent side's rules
 
         return offline_chat_reply(messages=messages, tools=tools)

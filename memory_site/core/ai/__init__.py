@@ -1,6 +1,6 @@
 """AI clients shared by every app: the LLM, embeddings and token counting, chosen by settings."""
 
-from memory_site.ai.base import (
+from memory_site.core.ai.base import (
     ChatReply,
     EmbeddingError,
     LLMError,
@@ -9,8 +9,8 @@ from memory_site.ai.base import (
     ToolCall,
     TranscriptLine,
 )
-from memory_site.ai.providers import get_embedder, get_llm
-from memory_site.ai.tokens import count_tokens, truncate_to_tokens
+from memory_site.core.ai.providers import get_embedder, get_llm
+from memory_site.core.ai.tokens import count_tokens, truncate_to_tokens
 
 __all__ = [
     "ChatReply",

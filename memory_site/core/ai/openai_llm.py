@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from memory_site.ai.base import (
+from memory_site.core.ai.base import (
     ChatReply,
     LLMError,
     LLMOutputError,

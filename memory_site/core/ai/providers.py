@@ -5,18 +5,18 @@ from functools import cache
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memory_site.ai.base import EmbeddingProvider, LLMProvider
+from memory_site.core.ai.base import EmbeddingProvider, LLMProvider
 
 
 @cache
 def _llm(provider: str, base_url: str, api_key: str, model: str, timeout: float,
          max_retries: int, backoff: float) -> LLMProvider:
     if provider == "extractive":
-        from memory_site.ai.extractive import ExtractiveLLM
+        from memory_site.core.ai.extractive import ExtractiveLLM
 
         return ExtractiveLLM()
     if provider == "openai":
-        from memory_site.ai.openai_llm import OpenAILLM
+        from memory_site.core.ai.openai_llm import OpenAILLM
 
         return OpenAILLM(base_url=base_url, api_key=api_key, model=model, timeout=timeout,
                          max_retries=max_retries, backoff=backoff)
@@ -27,11 +27,11 @@ def _llm(provider: str, base_url: str, api_key: str, model: str, timeout: float,
 def _embedder(provider: str, base_url: str, api_key: str, model: str, dimensions: int,
               timeout: float, max_retries: int) -> EmbeddingProvider:
     if provider == "hashing":
-        from memory_site.ai.embeddings import HashingEmbedder
+        from memory_site.core.ai.embeddings import HashingEmbedder
 
         return HashingEmbedder(dimensions)
     if provider == "openai":
-        from memory_site.ai.embeddings import OpenAIEmbedder
+        from memory_site.core.ai.embeddings import OpenAIEmbedder
 
         return OpenAIEmbedder(base_url=base_url, api_key=api_key, model=model,
                               dimensions=dimensions, timeout=timeout, max_retries=max_retries)

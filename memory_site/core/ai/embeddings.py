@@ -4,7 +4,7 @@ import hashlib
 import math
 import re
 
-from memory_site.ai.base import EmbeddingError
+from memory_site.core.ai.base import EmbeddingError
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _STOPWORDS = frozenset(

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from memory_site.ai.base import ChatReply, ToolCall
+from memory_site.core.ai.base import ChatReply, ToolCall
 
 OFFLINE_NOTICE = (
     "(Offline mode: no language model is configured, so this reply is put together by simple "
