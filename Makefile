@@ -7,11 +7,12 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: install run worker test lint browser stop-db clean-data help
+.PHONY: install run worker test screenshots lint browser stop-db clean-data help
 
 help:
 	@echo "make run      set up (if needed), migrate, serve on http://$(HOST):$(PORT) with a job worker"
 	@echo "make test     set up (if needed), lint and run the whole test suite"
+	@echo "make screenshots  run the browser tests and rewrite docs/screenshots/*.png"
 	@echo "make install  create .venv and install the project with its test dependencies"
 	@echo "make stop-db  stop the embedded PostgreSQL (it outlives make run for fast restarts)"
 	@echo "make clean-data  stop the embedded PostgreSQL and delete its data"
@@ -45,10 +46,15 @@ browser:
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) manage.py makemigrations --check --dry-run
 
 test: $(STAMP) browser lint
 	$(PY) -m pytest
+
+# The browser tests write docs/screenshots/ only when asked: a plain test run changes no tracked file.
+screenshots: $(STAMP) browser
+	$(PY) -m pytest tests/browser --screenshots
 
 # The embedded PostgreSQL outlives `make run` so that the next command starts at once.
 stop-db: $(STAMP)

@@ -3,9 +3,9 @@
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.http import Http404
 
 from agent_memory import selectors, services
+from memory_site.core.errors import NotFound
 
 USAGE = (
     "Usage:\n"
@@ -67,7 +67,7 @@ def command_run(*, user: AbstractBaseUser, text: object) -> CommandReply:
         try:
             memory = selectors.active_memory_for_user(user=user, memory_id=memory_id)
             content = services.memory_delete(user=user, memory=memory)
-        except Http404:
+        except NotFound:
             return CommandReply(
                 f"I have no memory with id '{memory_id}'. Use /memory to see the ids.",
                 404,

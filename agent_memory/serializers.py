@@ -4,9 +4,15 @@ Input serializers check shapes; lengths and the rest are the services' rules (se
 read at call time), so the API, the tools and the dashboard answer alike.
 """
 
+import json
+from collections.abc import Sequence
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agent_memory.models import AgentMemory, AgentMemoryVersion
+from agent_memory.models import AgentMemory, AgentMemoryVersion, Place
+from memory_site.core.ai import count_tokens
+from memory_site.core.api import IsoDateTimeField
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -104,3 +110,120 @@ class CommandReplySerializer(serializers.Serializer):
     reply = serializers.CharField()
     detail = serializers.CharField(required=False)
     code = serializers.CharField(required=False)
+
+
+# --- Seed 001's memory document (built from selectors.memory_document) ---
+
+
+class MemoryDocumentFactSerializer(serializers.Serializer):
+    """A memory in the document: active or deactivated (soft-deleted); rows come from
+    selectors.document_memories, with the first version's source annotated."""
+
+    id = serializers.CharField()
+    content = serializers.CharField()
+    added_at = IsoDateTimeField(source="created_at")
+    source_conversation_id = serializers.UUIDField(allow_null=True)
+    source_message_id = serializers.UUIDField(allow_null=True)
+    is_active = serializers.BooleanField(help_text="false: deleted (deactivated).")
+    category = serializers.ChoiceField(choices=AgentMemory.Category.choices)
+    subject = serializers.CharField(allow_null=True)
+    version = serializers.IntegerField()
+    updated_at = IsoDateTimeField(allow_null=True)
+    deactivated_at = IsoDateTimeField(source="deleted_at", allow_null=True)
+
+
+class MemoryDocumentPlaceSerializer(serializers.Serializer):
+    """A place in the document, with the conversations that mention it (mentions prefetched
+    in order by selectors.document_places)."""
+
+    place_id = serializers.CharField()
+    place_name = serializers.CharField(source="name")
+    notes = serializers.SerializerMethodField()
+    mentioned_in = serializers.SerializerMethodField(
+        help_text="Conversation id → [[message id or null, when], …]."
+    )
+    added_at = IsoDateTimeField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_notes(self, place: Place) -> str | None:
+        return place.notes or None
+
+    @extend_schema_field(serializers.DictField(child=serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(allow_null=True),
+                                    min_length=2, max_length=2)
+    )))
+    def get_mentioned_in(self, place: Place) -> dict[str, list[list[str | None]]]:
+        mentioned_in: dict[str, list[list[str | None]]] = {}
+        for mention in place.mentions.all():
+            if mention.conversation_id is None:
+                continue
+            mentioned_in.setdefault(str(mention.conversation_id), []).append([
+                None if mention.message_id is None else str(mention.message_id),
+                mention.mentioned_at.isoformat(),
+            ])
+        return mentioned_in
+
+
+class MemoryDocumentMetadataSerializer(serializers.Serializer):
+    last_updated = IsoDateTimeField()
+    total_facts = serializers.IntegerField()
+    total_active_facts = serializers.IntegerField()
+    total_pois = serializers.IntegerField()
+    token_count = serializers.IntegerField(
+        help_text="tiktoken tokens of facts and places; over MEMORY_TOKEN_LIMIT, memories are "
+        "evicted."
+    )
+    schema_version = serializers.CharField()
+
+
+class MemoryDocumentSerializer(serializers.Serializer):
+    """Seed 001's MemoryDocument (a selectors.MemoryDocument), derived from the rows."""
+
+    facts = MemoryDocumentFactSerializer(many=True, source="memories")
+    placer_user_datapoints = MemoryDocumentPlaceSerializer(many=True, source="places")
+    metadata = MemoryDocumentMetadataSerializer(source="*")
+
+
+def document_token_count(*, memories: Sequence[AgentMemory], places: Sequence[Place]) -> int:
+    """Tokens of the document's content (facts and places; the metadata is not counted, as
+    it would count itself)."""
+    payload = {
+        "facts": MemoryDocumentFactSerializer(memories, many=True).data,
+        "placer_user_datapoints": MemoryDocumentPlaceSerializer(places, many=True).data,
+    }
+    return count_tokens(json.dumps(payload, ensure_ascii=False, sort_keys=True))
+
+
+# --- The caller's export (GET /api/me/data; rows from selectors.user_data_export) ---
+
+
+class ExportMemoryVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField(source="version_number")
+    content = serializers.CharField()
+    source_conversation_id = serializers.UUIDField(allow_null=True)
+    source_message_id = serializers.UUIDField(allow_null=True)
+    created_at = IsoDateTimeField()
+
+
+class ExportAgentMemorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    category = serializers.ChoiceField(choices=AgentMemory.Category.choices)
+    subject = serializers.CharField(allow_null=True)
+    created_at = IsoDateTimeField()
+    deleted_at = IsoDateTimeField(allow_null=True)
+    evicted_at = IsoDateTimeField(allow_null=True)
+    versions = ExportMemoryVersionSerializer(many=True)
+
+
+class ExportPlaceMentionSerializer(serializers.Serializer):
+    conversation_id = serializers.UUIDField(allow_null=True)
+    message_id = serializers.UUIDField(allow_null=True)
+    mentioned_at = IsoDateTimeField()
+
+
+class ExportPlaceSerializer(serializers.Serializer):
+    place_id = serializers.CharField()
+    name = serializers.CharField()
+    notes = serializers.CharField(allow_blank=True)
+    added_at = IsoDateTimeField()
+    mentions = ExportPlaceMentionSerializer(many=True)

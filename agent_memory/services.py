@@ -12,9 +12,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import F, Model, Value
 from django.db.models.functions import Coalesce
-from django.http import Http404
 from django.utils import timezone
 
 from agent_memory import selectors
@@ -25,7 +24,8 @@ from agent_memory.models import (
     PlaceMention,
     generate_short_id,
 )
-from conversations.models import Conversation, Message
+from agent_memory.serializers import MemorySerializer, document_token_count
+from memory_site.core.errors import Conflict, NotFound
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -40,12 +40,22 @@ PLACE_FIELD_MAX_CHARS = 200
 _added_in_scope: ContextVar[set[str] | None] = ContextVar("agent_memory_added", default=None)
 
 
-class SubjectConflict(Exception):
-    """An active memory of the user already has this subject: update it instead."""
+class SubjectConflict(Conflict):
+    """An active memory of the user already has this subject: update it instead. The API's
+    409 body also carries the memory and how to update it."""
 
     def __init__(self, memory: AgentMemory):
-        super().__init__(f"A memory about {memory.subject!r} already exists ({memory.pk}).")
+        super().__init__(f"You already have a memory about {memory.subject!r} ({memory.pk}).")
         self.memory = memory
+
+    @property
+    def extra(self) -> dict:
+        existing = selectors.memory_for_user(user=self.memory.user, memory_id=self.memory.pk)
+        return {
+            "suggestion": f"Update it instead: PUT /api/memory/{existing.pk} or the "
+            f"update_memory tool with memory_id={existing.pk}.",
+            "existing_memory": MemorySerializer(existing).data,
+        }
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,8 @@ def _clean_subject(subject: object, errors: dict[str, list[str]]) -> str | None:
 
 
 def _check_source(
-    *, user: AbstractBaseUser, conversation: Conversation | None, message: Message | None
-) -> Conversation | None:
+    *, user: AbstractBaseUser, conversation: Model | None, message: Model | None
+) -> Model | None:
     """The conversation a write came from; the message must belong to it and both to the user."""
     if message is not None:
         if conversation is None:
@@ -148,8 +158,8 @@ def memory_create(
     content: object,
     category: object,
     subject: object = None,
-    source_conversation: Conversation | None = None,
-    source_message: Message | None = None,
+    source_conversation: Model | None = None,
+    source_message: Model | None = None,
 ) -> AgentMemory:
     """Create a memory with its version 1 (seed 003's add_to_memory).
 
@@ -192,12 +202,12 @@ def memory_update(
     user: AbstractBaseUser,
     memory: AgentMemory,
     content: object,
-    source_conversation: Conversation | None = None,
-    source_message: Message | None = None,
+    source_conversation: Model | None = None,
+    source_message: Model | None = None,
 ) -> MemoryUpdate:
     """Add version n+1 with the new content (seed 003's update_memory); the id stays.
 
-    Raises ValidationError for bad content and Http404 when the memory is not an active
+    Raises ValidationError for bad content and NotFound when the memory is not an active
     memory of the user (also when it was deleted meanwhile).
     """
     errors: dict[str, list[str]] = {}
@@ -212,7 +222,7 @@ def memory_update(
         if not AgentMemory.objects.filter(
             pk=memory.pk, user=user, deleted_at__isnull=True
         ).exists():
-            raise Http404("memory not found")
+            raise NotFound()
         last = AgentMemoryVersion.objects.filter(memory_id=memory.pk).order_by(
             "-version_number"
         ).first()
@@ -234,7 +244,7 @@ def memory_update(
 def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
     """Soft-delete (deleted_at): gone from lists, context and tools, history kept.
 
-    Returns the content it had. Http404 when it is not an active memory of the user.
+    Returns the content it had. NotFound when it is not an active memory of the user.
     """
     with transaction.atomic():
         _lock_user(user)
@@ -242,7 +252,7 @@ def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
             pk=memory.pk, user=user, deleted_at__isnull=True
         ).update(deleted_at=timezone.now())
         if not deleted:
-            raise Http404("memory not found")
+            raise NotFound()
         last = AgentMemoryVersion.objects.filter(memory_id=memory.pk).order_by(
             "-version_number"
         ).first()
@@ -262,24 +272,24 @@ def memory_enforce_token_limit(
     evicted ids; returns them. Call it with the user's rows locked (the services do).
     """
     limit = settings.MEMORY_TOKEN_LIMIT
-    facts = selectors.document_facts(user)
-    places = selectors.document_places(user)
-    tokens = selectors.document_token_count(facts=facts, places=places)
+    memories = list(selectors.document_memories(user))
+    places = list(selectors.document_places(user))
+    tokens = document_token_count(memories=memories, places=places)
     if tokens <= limit:
         return []
     protected = set(protected_ids) | (_added_in_scope.get() or set())
     candidates = sorted(
-        (f for f in facts if f["id"] not in protected),
-        key=lambda f: (f["is_active"], datetime.fromisoformat(f["added_at"]), f["id"]),
+        (m for m in memories if m.pk not in protected),
+        key=lambda m: (m.is_active, m.created_at, m.pk),
     )
-    remaining = list(facts)
+    remaining = list(memories)
     evicted: list[str] = []
-    for fact in candidates:
+    for memory in candidates:
         if tokens <= limit:
             break
-        remaining.remove(fact)
-        evicted.append(fact["id"])
-        tokens = selectors.document_token_count(facts=remaining, places=places)
+        remaining.remove(memory)
+        evicted.append(memory.pk)
+        tokens = document_token_count(memories=remaining, places=places)
     if evicted:
         now = timezone.now()
         AgentMemory.objects.filter(user=user, pk__in=evicted).update(
@@ -318,8 +328,8 @@ def place_add(
     place_id: object,
     name: object,
     notes: object = None,
-    conversation: Conversation | None = None,
-    message: Message | None = None,
+    conversation: Model | None = None,
+    message: Model | None = None,
     mentioned_at: datetime | None = None,
 ) -> tuple[Place, bool]:
     """Seed 001's add_poi: create the place with its first mention, or, when the user
@@ -361,13 +371,13 @@ def place_mention_add(
     *,
     user: AbstractBaseUser,
     place: Place,
-    conversation: Conversation | None = None,
-    message: Message | None = None,
+    conversation: Model | None = None,
+    message: Model | None = None,
     mentioned_at: datetime | None = None,
 ) -> PlaceMention:
     """Seed 001's add_poi_mention: one more conversation (and message) mentioned the place."""
     if place.user_id != user.pk:
-        raise Http404("place not found")
+        raise NotFound()
     conversation = _check_source(user=user, conversation=conversation, message=message)
     if conversation is None:
         raise ValidationError({"conversation_id": ["A mention needs a conversation."]})

@@ -13,11 +13,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.http import Http404
+from django.db.models import Model
 
 from agent_memory import selectors, services
 from agent_memory.models import AgentMemory
-from conversations.models import Conversation, Message
+from agent_memory.serializers import MemoryDocumentSerializer
+from memory_site.core.errors import NotFound
 
 ADD_TO_MEMORY = "add_to_memory"
 UPDATE_MEMORY = "update_memory"
@@ -252,7 +253,7 @@ def _update_memory(*, user, arguments, conversation, message) -> dict:
             source_conversation=conversation,
             source_message=message,
         )
-    except Http404:
+    except NotFound:
         return _error("not_found", f"No active memory with id {memory_id!r}.")
     return _ok(UPDATE_MEMORY, {
         **_memory_result(memory, update.new_content, update.version),
@@ -278,7 +279,7 @@ def _manage_user_memory(*, user, arguments, conversation, message) -> dict:
         try:
             memory = selectors.active_memory_for_user(user=user, memory_id=fact_id)
             services.memory_delete(user=user, memory=memory)
-        except Http404:
+        except NotFound:
             return _error("not_found", f"No active fact with id {fact_id!r}.")
         return _ok(MANAGE_USER_MEMORY, {
             "operation": operation, "fact_id": fact_id, "deactivated": True,
@@ -300,7 +301,8 @@ def _manage_user_memory(*, user, arguments, conversation, message) -> dict:
             "mentioned_in_conversations": counted.conversation_count,
         })
     return _ok(MANAGE_USER_MEMORY, {
-        "operation": operation, "memory": selectors.memory_document(user),
+        "operation": operation,
+        "memory": MemoryDocumentSerializer(selectors.memory_document(user)).data,
     })
 
 
@@ -316,8 +318,8 @@ def tool_execute(
     user: AbstractBaseUser,
     name: str,
     arguments: dict | str | None,
-    conversation: Conversation | None = None,
-    message: Message | None = None,
+    conversation: Model | None = None,
+    message: Model | None = None,
 ) -> dict:
     """Run one memory tool call as `user` and answer what the agent reads back.
 

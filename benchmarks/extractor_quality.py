@@ -66,7 +66,8 @@ class Report:
 def evaluate(path: Path) -> Report:
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.core.ai.base import TranscriptLine
-    from memory_site.core.ai.extractive import extract_facts, kinship_aliases
+    from memory_site.core.ai.offline.facts import extract_facts
+    from memory_site.core.language.kinship import kinship_aliases
 
     data = json.loads(path.read_text())
     report = Report(name=path.stem)

@@ -1,22 +1,18 @@
-"""Serializers of the agent-side API: search hits, the context packet, turns and checkpoints."""
+"""Serializers of the agent-side API: search hits, the context packet, turns and checkpoints.
 
-from typing import Any
+Each response shape is declared once, as an output serializer built from the domain object:
+the context packet (conversations.context.ContextPacket), a chat answer
+(conversations.services.ChatAnswer)."""
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agent_memory.commands import CommandReply
 from agent_memory.models import AgentMemory
-from conversations.checkpoint import (
-    last_response_type,
-    recent_turn_summaries,
-    session_state,
-)
-from conversations.context import CUT_ORDER, ContextPacket, memory_entries
-from conversations.models import Conversation, Message
-from conversations.retrieval import SearchHit
+from conversations.checkpoint import new_from_sequence
+from conversations.context import CUT_ORDER, ContextPacket
+from conversations.models import Conversation, ConversationMemory, Message
 from conversations.serializers import MessageSerializer
-from conversations.services.turn import TurnResult
 from facts.models import LegacyFact
 from facts.selectors import fact_label
 
@@ -64,12 +60,12 @@ class ContextQuerySerializer(serializers.Serializer):
         return value
 
 
-# --- Response bodies of /context, /turn and /checkpoint, for the schema (the payload
-# functions below and conversations.checkpoint build them) ---
+# --- Response bodies of /context, /turn and /checkpoint (conversations.checkpoint builds the
+# last) ---
 
 
-def _strings(help_text: str = "") -> serializers.ListField:
-    return serializers.ListField(child=serializers.CharField(), help_text=help_text)
+def _strings(help_text: str = "", **kwargs) -> serializers.ListField:
+    return serializers.ListField(child=serializers.CharField(), help_text=help_text, **kwargs)
 
 
 class ChatMessageSerializer(serializers.Serializer):
@@ -128,24 +124,36 @@ class ContextMemorySerializer(serializers.Serializer):
 
 
 class ContextFactSerializer(serializers.Serializer):
+    """A fact in the prompt; the context's `user_id` is the conversation's user."""
+
     id = serializers.UUIDField()
     category = serializers.ChoiceField(choices=LegacyFact.Category.choices)
     content = serializers.CharField()
     visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)
-    marked = serializers.ChoiceField(
-        choices=["personal", "shared"],
+    marked = serializers.SerializerMethodField(
         help_text="The fact's mark in the prompt, which follows its visibility: personal = "
         "private to this user, shared = visible to the whole family.",
     )
-    author = serializers.CharField(help_text="Username of the member who noted the fact.")
-    is_mine = serializers.BooleanField(help_text="true: the conversation's user noted it.")
+    author = serializers.CharField(
+        source="user.username", help_text="Username of the member who noted the fact."
+    )
+    is_mine = serializers.SerializerMethodField(
+        help_text="true: the conversation's user noted it."
+    )
+
+    @extend_schema_field(serializers.ChoiceField(choices=["personal", "shared"]))
+    def get_marked(self, fact: LegacyFact) -> str:
+        return fact_label(fact)
+
+    def get_is_mine(self, fact: LegacyFact) -> bool:
+        return fact.user_id == self.context["user_id"]
 
 
 class ContextSummarySerializer(serializers.Serializer):
     id = serializers.UUIDField()
     start_sequence = serializers.IntegerField()
     end_sequence = serializers.IntegerField()
-    text = serializers.CharField()
+    text = serializers.CharField(source="memory_text")
 
 
 class ContextMessageSerializer(serializers.Serializer):
@@ -158,7 +166,10 @@ class ContextPartsSerializer(serializers.Serializer):
     """What went into the prompt, part by part, after the budget cuts."""
 
     memories = ContextMemorySerializer(many=True)
-    places = _strings("The places lines of the prompt.")
+    places = serializers.ListField(
+        child=serializers.CharField(), source="place_lines",
+        help_text="The places lines of the prompt.",
+    )
     facts = ContextFactSerializer(many=True)
     retrieved = SearchHitSerializer(many=True)
     rolling_summary = ContextSummarySerializer(allow_null=True)
@@ -167,28 +178,33 @@ class ContextPartsSerializer(serializers.Serializer):
 
 
 class ContextResponseSerializer(serializers.Serializer):
-    """The packet of the next LLM call: the OpenAI-ready `messages` (system prompt first),
-    its parts and token counts, and seed 004's ConversationContextPacket fields."""
+    """The packet of the next LLM call (a ContextPacket): the OpenAI-ready `messages` (system
+    prompt first), its parts and token counts, and seed 004's ConversationContextPacket
+    fields."""
 
-    conversation_id = serializers.UUIDField()
-    session_status = serializers.ChoiceField(choices=Conversation.Status.choices)
-    context_compiled_at = serializers.DateTimeField()
+    conversation_id = serializers.UUIDField(source="conversation.pk")
+    session_status = serializers.ChoiceField(
+        choices=Conversation.Status.choices, source="conversation.status"
+    )
+    context_compiled_at = serializers.DateTimeField(source="compiled_at")
     query = serializers.CharField(
         allow_blank=True, help_text="What retrieval searched for: the `query` parameter or "
         "the latest user message."
     )
     system_prompt = serializers.CharField()
-    messages = ChatMessageSerializer(many=True)
+    messages = ChatMessageSerializer(many=True, source="chat_messages")
     token_counts = TokenCountsSerializer()
     cuts = ContextCutSerializer(many=True)
     warnings = _strings("What was degraded, e.g. text-only retrieval when the embedder failed.")
-    parts = ContextPartsSerializer()
-    rolling_session_summary = serializers.CharField(allow_null=True)
+    parts = ContextPartsSerializer(source="*")
+    rolling_session_summary = serializers.CharField(
+        source="rolling_summary.memory_text", allow_null=True
+    )
     recent_turn_summaries = _strings("One line per recent turn (CHECKPOINT_LAST_TURNS).")
-    active_topics = _strings()
-    active_job_refs = _strings()
-    pending_clarifications = _strings()
-    open_loops = _strings()
+    active_topics = _strings(source="session_state.active_topics")
+    active_job_refs = _strings(source="session_state.active_job_refs")
+    pending_clarifications = _strings(source="session_state.pending_clarifications")
+    open_loops = _strings(source="session_state.open_loops")
     resolved_entities_map = serializers.DictField(
         child=serializers.CharField(), help_text="Subject of a memory in the packet → its id."
     )
@@ -209,6 +225,8 @@ class TurnToolCallSerializer(serializers.Serializer):
 
 
 class TurnResponseSerializer(serializers.Serializer):
+    """A chat answer (conversations.services.ChatAnswer): an agent turn or a /memory command."""
+
     reply = serializers.CharField()
     user_message = MessageSerializer(allow_null=True, help_text="null for a /memory command.")
     assistant_message = MessageSerializer(
@@ -242,84 +260,37 @@ class CheckpointMessageSerializer(ContextMessageSerializer):
 class SummaryDeltaSerializer(serializers.Serializer):
     """The latest completed rolling summary and what it added to the one it was built from."""
 
-    memory_id = serializers.UUIDField()
+    memory_id = serializers.UUIDField(source="pk")
     base_memory_id = serializers.UUIDField(allow_null=True)
     start_sequence = serializers.IntegerField()
     end_sequence = serializers.IntegerField()
-    new_from_sequence = serializers.IntegerField(help_text="The first message it read anew.")
-    dropped_before_sequence = serializers.IntegerField()
+    new_from_sequence = serializers.SerializerMethodField(
+        help_text="The first message it read anew."
+    )
+    dropped_before_sequence = serializers.IntegerField(source="start_sequence")
     memory_text = serializers.CharField()
-    base_memory_text = serializers.CharField(allow_null=True)
+    base_memory_text = serializers.CharField(source="base_memory.memory_text", allow_null=True)
+
+    def get_new_from_sequence(self, summary: ConversationMemory) -> int:
+        return new_from_sequence(summary)
 
 
 class CheckpointResponseSerializer(serializers.Serializer):
-    """Seed 004's ConversationCheckpointSnapshot, derived from the database."""
+    """Seed 004's ConversationCheckpointSnapshot (a conversations.checkpoint.Checkpoint),
+    derived from the database."""
 
-    conversation_id = serializers.UUIDField()
-    message_count = serializers.IntegerField()
-    last_message_at = serializers.DateTimeField(allow_null=True)
+    conversation_id = serializers.UUIDField(source="conversation.pk")
+    message_count = serializers.IntegerField(source="conversation.message_count")
+    last_message_at = serializers.DateTimeField(
+        source="conversation.last_message_at", allow_null=True
+    )
     session_state = ContextSessionStateSerializer()
     last_turns = serializers.ListField(
         child=CheckpointMessageSerializer(many=True),
         help_text="The last CHECKPOINT_LAST_TURNS turns, oldest first; each a user message "
         "and the replies that followed it.",
     )
-    summary_delta = SummaryDeltaSerializer(allow_null=True)
-
-
-def _hit(hit: SearchHit) -> dict[str, Any]:
-    return dict(SearchHitSerializer(hit).data)
-
-
-def context_payload(packet: ContextPacket) -> dict[str, Any]:
-    """The packet as the API answers it: seed 004's fields, the OpenAI-ready prompt and
-    messages, the parts that went into them and the token counts per part."""
-    conversation = packet.conversation
-    memories = memory_entries(conversation.user, packet.section("memory"))
-    facts = packet.section("facts").keys
-    summary = packet.section("rolling_summary").keys
-    state = session_state(conversation)
-    return {
-        "conversation_id": str(conversation.pk),
-        "session_status": conversation.status,
-        "context_compiled_at": packet.compiled_at,
-        "query": packet.query,
-        "system_prompt": packet.system_prompt,
-        "messages": packet.chat_messages(),
-        "token_counts": packet.token_counts(),
-        "cuts": packet.cuts,
-        "warnings": packet.warnings,
-        "parts": {
-            "memories": memories,
-            "places": list(packet.section("places").items),
-            "facts": [
-                {"id": str(f.pk), "category": f.category, "content": f.content,
-                 "visibility": f.visibility, "marked": fact_label(f),
-                 "author": f.user.get_username(), "is_mine": f.user_id == conversation.user_id}
-                for f in facts
-            ],
-            "retrieved": [_hit(h) for h in packet.section("retrieved").keys],
-            "rolling_summary": (
-                {"id": str(summary[0].pk), "start_sequence": summary[0].start_sequence,
-                 "end_sequence": summary[0].end_sequence, "text": summary[0].memory_text}
-                if summary else None
-            ),
-            "messages": [
-                {"sequence": m.sequence, "role": m.role, "content": m.content}
-                for m in packet.messages
-            ],
-            "session_state": state,
-        },
-        # Seed 004's ConversationContextPacket fields.
-        "rolling_session_summary": summary[0].memory_text if summary else None,
-        "recent_turn_summaries": recent_turn_summaries(conversation=conversation),
-        "active_topics": state["active_topics"],
-        "active_job_refs": state["active_job_refs"],
-        "pending_clarifications": state["pending_clarifications"],
-        "open_loops": state["open_loops"],
-        "resolved_entities_map": {m["subject"]: m["id"] for m in memories if m["subject"]},
-        "last_response_type": last_response_type(conversation),
-    }
+    summary_delta = SummaryDeltaSerializer(source="summary", allow_null=True)
 
 
 class TurnInputSerializer(serializers.Serializer):
@@ -327,35 +298,6 @@ class TurnInputSerializer(serializers.Serializer):
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
 
 
-def turn_payload(result: TurnResult) -> dict[str, Any]:
-    packet = result.packet
-    # A replayed turn answers the context the reply was given, saved with it.
-    saved = result.assistant_message.metadata
-    return {
-        "reply": result.assistant_message.content,
-        "user_message": MessageSerializer(result.user_message).data,
-        "assistant_message": MessageSerializer(result.assistant_message).data,
-        "tool_calls": result.tool_calls,
-        "token_counts": packet.token_counts() if packet else saved.get("token_counts"),
-        "cuts": packet.cuts if packet else saved.get("cuts", []),
-        "warnings": packet.warnings if packet else saved.get("warnings", []),
-        "replayed": result.replayed,
-        "command": False,
-        "command_code": None,
-    }
-
-
-def command_turn_payload(answer: CommandReply) -> dict[str, Any]:
-    """A /memory command's reply in the shape of a turn: nothing was saved or sent to a model."""
-    return {
-        "reply": answer.reply,
-        "user_message": None,
-        "assistant_message": None,
-        "tool_calls": [],
-        "token_counts": None,
-        "cuts": [],
-        "warnings": [],
-        "replayed": False,
-        "command": True,
-        "command_code": answer.code,
-    }
+def context_response(packet: ContextPacket) -> dict:
+    """The API's (and the chat page's) body of a context packet."""
+    return ContextResponseSerializer(packet, context={"user_id": packet.conversation.user_id}).data

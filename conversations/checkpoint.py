@@ -5,6 +5,8 @@ session state lives on the conversation row, so a snapshot is a read, never a fi
 conversation reopened after every process restarted gets the same context.
 """
 
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -84,45 +86,31 @@ def last_response_type(conversation: Conversation) -> str | None:
     return "tool_calls" if last.metadata.get("tool_calls") else "text"
 
 
-def summary_delta(conversation: Conversation) -> dict[str, Any] | None:
-    """The latest completed rolling summary and what it added to the one it was built from."""
-    memory = latest_completed_memory(conversation=conversation)
-    if memory is None:
-        return None
-    base = memory.base_memory
-    return {
-        "memory_id": str(memory.pk),
-        "base_memory_id": str(base.pk) if base else None,
-        "start_sequence": memory.start_sequence,
-        "end_sequence": memory.end_sequence,
-        # As conversations.services.summarization.memory_generate reads it: the window may
-        # start past the end of its base, when the sliding window moved further than the base
-        # reached.
-        "new_from_sequence": (
-            max(memory.start_sequence, base.end_sequence + 1) if base else memory.start_sequence
-        ),
-        "dropped_before_sequence": memory.start_sequence,
-        "memory_text": memory.memory_text,
-        "base_memory_text": base.memory_text if base else None,
-    }
+def new_from_sequence(summary: ConversationMemory) -> int:
+    """The first message a rolling summary read anew, as
+    conversations.services.summarization.memory_generate reads it: the window may start past
+    the end of its base, when the sliding window moved further than the base reached."""
+    base = summary.base_memory
+    return max(summary.start_sequence, base.end_sequence + 1) if base else summary.start_sequence
 
 
-def checkpoint_snapshot(*, conversation: Conversation) -> dict[str, Any]:
-    """Seed 004's ConversationCheckpointSnapshot: session state, the last K turns raw and the
-    summary delta."""
-    turns = last_turns(conversation=conversation, turns=settings.CHECKPOINT_LAST_TURNS)
-    return {
-        "conversation_id": str(conversation.pk),
-        "message_count": conversation.message_count,
-        "last_message_at": conversation.last_message_at,
-        "session_state": session_state(conversation),
-        "last_turns": [
-            [
-                {"sequence": m.sequence, "role": m.role, "content": m.content,
-                 "created_at": m.created_at}
-                for m in turn
-            ]
-            for turn in turns
-        ],
-        "summary_delta": summary_delta(conversation),
-    }
+@dataclass
+class Checkpoint:
+    """Seed 004's ConversationCheckpointSnapshot (CheckpointResponseSerializer is its shape):
+    session state, the last K turns raw and the latest completed summary with its base."""
+
+    conversation: Conversation
+    last_turns: list[list[Message]]
+    summary: ConversationMemory | None
+
+    @cached_property
+    def session_state(self) -> dict[str, Any]:
+        return session_state(self.conversation)
+
+
+def checkpoint_snapshot(*, conversation: Conversation) -> Checkpoint:
+    return Checkpoint(
+        conversation=conversation,
+        last_turns=last_turns(conversation=conversation, turns=settings.CHECKPOINT_LAST_TURNS),
+        summary=latest_completed_memory(conversation=conversation),
+    )

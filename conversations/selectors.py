@@ -1,10 +1,13 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
+import math
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import ValidationError
 from django.db.models import (
     Count,
@@ -21,13 +24,15 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    TextField,
     Value,
 )
 from django.db.models.functions import Coalesce, Least, Power
-from django.http import Http404
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from facts.models import LegacyFact
+from memory_site.core.errors import NotFound
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -38,17 +43,29 @@ def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
 
 
 def conversation_for_user(*, user: AbstractBaseUser, conversation_id: object) -> Conversation:
-    """The conversation if it is the user's; otherwise Http404, as if it did not exist (also
+    """The conversation if it is the user's; otherwise NotFound, as if it did not exist (also
     for an id that is not a UUID)."""
     try:
         conversation = (
             conversations_for_user(user).select_related("legacy").filter(pk=conversation_id).first()
         )
     except (ValidationError, ValueError):
-        raise Http404("conversation not found") from None
+        raise NotFound() from None
     if conversation is None:
-        raise Http404("conversation not found")
+        raise NotFound()
     return conversation
+
+
+def message_for_user(*, user: AbstractBaseUser, message_id: object) -> Message:
+    """A message of one of the user's conversations; NotFound otherwise."""
+    message = (
+        Message.objects.filter(conversation__in=conversations_for_user(user), pk=message_id)
+        .select_related("conversation")
+        .first()
+    )
+    if message is None:
+        raise NotFound()
+    return message
 
 
 def idempotency_key_used(*, conversation: Conversation, key: str) -> bool:
@@ -220,17 +237,13 @@ def archived_chunks_for_conversation(*, conversation: Conversation) -> QuerySet[
 # --- The caller's own data (GET /api/me/data) ------------------------------------------------
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def user_data_export(user: AbstractBaseUser) -> dict:
-    """Every conversation of the user (also in legacies they have left) with its session state,
-    messages, rolling summaries and archived chunks, JSON-ready. Chunks come without their
-    embedding vectors (derived from the content, and not readable). Four queries, whatever the
-    number of rows."""
-    conversations = (
-        Conversation.objects.filter(user=user)
+def user_data_export(user: AbstractBaseUser) -> dict[str, QuerySet]:
+    """Every conversation of the user (also in legacies they have left) with its messages,
+    rolling summaries and archived chunks, for the export's ExportConversationSerializer.
+    Chunks come without their embedding vectors (derived from the content, and not
+    readable). Four queries, whatever the number of rows."""
+    return {
+        "conversations": Conversation.objects.filter(user=user)
         .prefetch_related(
             Prefetch("messages", queryset=Message.objects.order_by("sequence")),
             Prefetch(
@@ -244,66 +257,77 @@ def user_data_export(user: AbstractBaseUser) -> dict:
                 ),
             ),
         )
-        .order_by("created_at", "id")
-    )
-    return {
-        "conversations": [
-            {
-                "id": str(conversation.id),
-                "legacy_id": str(conversation.legacy_id),
-                "title": conversation.title,
-                "persona": conversation.persona,
-                "created_at": _iso(conversation.created_at),
-                "updated_at": _iso(conversation.updated_at),
-                "last_message_at": _iso(conversation.last_message_at),
-                "closed_at": _iso(conversation.closed_at),
-                "session_state": {
-                    "status": conversation.status,
-                    "active_topics": conversation.active_topics,
-                    "open_loops": conversation.open_loops,
-                    "pending_clarifications": conversation.pending_clarifications,
-                    "last_intent": conversation.last_intent,
-                    "turn_count": conversation.turn_count,
-                },
-                "messages": [
-                    {
-                        "id": str(message.id),
-                        "sequence": message.sequence,
-                        "role": message.role,
-                        "content": message.content,
-                        "token_count": message.token_count,
-                        "metadata": message.metadata,
-                        "idempotency_key": message.idempotency_key,
-                        "created_at": _iso(message.created_at),
-                    }
-                    for message in conversation.messages.all()
-                ],
-                "summaries": [
-                    {
-                        "id": str(memory.id),
-                        "memory_text": memory.memory_text,
-                        "start_sequence": memory.start_sequence,
-                        "end_sequence": memory.end_sequence,
-                        "base_memory_id": str(memory.base_memory_id) if memory.base_memory_id else None,
-                        "status": memory.status,
-                        "generation_time_ms": memory.generation_time_ms,
-                        "error": memory.error,
-                        "created_at": _iso(memory.created_at),
-                        "updated_at": _iso(memory.updated_at),
-                    }
-                    for memory in conversation.memories.all()
-                ],
-                "chunks": [
-                    {
-                        "id": str(chunk.id),
-                        "content": chunk.content,
-                        "message_range_start": chunk.message_range_start,
-                        "message_range_end": chunk.message_range_end,
-                        "created_at": _iso(chunk.created_at),
-                    }
-                    for chunk in conversation.chunks.all()
-                ],
-            }
-            for conversation in conversations
-        ],
+        .order_by("created_at", "id"),
     }
+
+
+# --- where a fact came from: its source range in its author's conversation -----------------
+
+
+def fact_source_messages(*, fact: LegacyFact) -> QuerySet[Message]:
+    """What the user and the agent said in the fact's source range (end exclusive) of its source
+    conversation, and nothing else of that conversation; nothing without a recorded range.
+
+    The fact must come from a selector that checked the caller may see it (fact_for_user):
+    its source is then shown to whoever may see the fact, though the conversation is its
+    author's alone. Tool and system messages (memory reads, say) are left out."""
+    if None in (fact.source_conversation_id, fact.source_range_start, fact.source_range_end):
+        return Message.objects.none()
+    return Message.objects.filter(
+        conversation_id=fact.source_conversation_id,
+        # Facts come from their author's own conversations about the legacy: a source that is
+        # anyone else's shows nothing, whatever the row says.
+        conversation__user_id=fact.user_id,
+        conversation__legacy_id=fact.legacy_id,
+        sequence__gte=fact.source_range_start,
+        sequence__lt=fact.source_range_end,
+        role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+    ).order_by("sequence")
+
+
+def _lexemes(expression: str) -> Func:
+    """The text's stemmed words, stopwords left out: PostgreSQL's text search with
+    SEARCH_TEXT_CONFIG, as the conversation search uses it."""
+    return Func(
+        SearchVector(expression, config=settings.SEARCH_TEXT_CONFIG),
+        function="tsvector_to_array",
+        output_field=ArrayField(TextField()),
+    )
+
+
+def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
+    """The one message of the author's in the source range that the fact was taken from: the
+    user message sharing the most words with the fact (stemmed, stopwords and the words of the
+    legacy's name left out, since every message about the person shares those), the earliest
+    on a tie, and only if it shares at least half of the fact's words. None otherwise: the
+    fact was reworded or edited since, or its words are too common to point at one message.
+
+    What a fellow member sees of the source: never more than one message of a conversation
+    that stays its author's, and never the agent's replies."""
+    words, names = (
+        LegacyFact.objects.filter(pk=fact.pk)
+        .annotate(words=_lexemes("content"), names=_lexemes("legacy__name"))
+        .values_list("words", "names")
+        .get()
+    )
+    wanted = set(words) - set(names)
+    scored = [
+        (len(wanted & set(message.words)), message)
+        for message in fact_source_messages(fact=fact)
+        .filter(role=Message.Role.USER)
+        .annotate(words=_lexemes("content"))
+    ]
+    needed = max(1, math.ceil(len(wanted) / 2))
+    best = max(scored, key=lambda pair: (pair[0], -pair[1].sequence), default=None)
+    if best is None or best[0] < needed:
+        return []
+    return [best[1]]
+
+
+def fact_source_for_viewer(*, fact: LegacyFact, user: AbstractBaseUser) -> list[Message]:
+    """What the source page shows `user` of the fact's source: its author, the whole range
+    (fact_source_messages); anyone else who may see the fact, only the author's message(s)
+    it was taken from (fact_source_matching_messages)."""
+    if fact.user_id == user.pk:
+        return list(fact_source_messages(fact=fact))
+    return fact_source_matching_messages(fact=fact)

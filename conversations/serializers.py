@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from memory_site.core.api import IsoDateTimeField
 
 
 class ConversationInputSerializer(serializers.Serializer):
@@ -85,3 +86,68 @@ class ConversationChunkSerializer(serializers.ModelSerializer):
         model = ConversationChunk
         fields = ["id", "conversation_id", "content", "message_range_start", "message_range_end",
                   "created_at"]
+
+
+# --- The caller's export (GET /api/me/data; rows from selectors.user_data_export) ---
+
+
+def _strings() -> serializers.ListField:
+    return serializers.ListField(child=serializers.CharField())
+
+
+class ExportSessionStateSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Conversation.Status.choices)
+    active_topics = _strings()
+    open_loops = _strings()
+    pending_clarifications = _strings()
+    last_intent = serializers.CharField(allow_blank=True)
+    turn_count = serializers.IntegerField()
+
+
+class ExportMessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    sequence = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    content = serializers.CharField()
+    token_count = serializers.IntegerField()
+    metadata = serializers.DictField()
+    idempotency_key = serializers.CharField(allow_null=True)
+    created_at = IsoDateTimeField()
+
+
+class ExportSummarySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    memory_text = serializers.CharField(allow_blank=True)
+    start_sequence = serializers.IntegerField()
+    end_sequence = serializers.IntegerField()
+    base_memory_id = serializers.UUIDField(allow_null=True)
+    status = serializers.ChoiceField(choices=ConversationMemory.Status.choices)
+    generation_time_ms = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    created_at = IsoDateTimeField()
+    updated_at = IsoDateTimeField()
+
+
+class ExportChunkSerializer(serializers.Serializer):
+    """An archived summary without its embedding vector."""
+
+    id = serializers.UUIDField()
+    content = serializers.CharField()
+    message_range_start = serializers.IntegerField()
+    message_range_end = serializers.IntegerField(help_text="Exclusive.")
+    created_at = IsoDateTimeField()
+
+
+class ExportConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    legacy_id = serializers.UUIDField()
+    title = serializers.CharField(allow_blank=True)
+    persona = serializers.CharField(allow_blank=True)
+    created_at = IsoDateTimeField()
+    updated_at = IsoDateTimeField()
+    last_message_at = IsoDateTimeField(allow_null=True)
+    closed_at = IsoDateTimeField(allow_null=True)
+    session_state = ExportSessionStateSerializer(source="*")
+    messages = ExportMessageSerializer(many=True)
+    summaries = ExportSummarySerializer(many=True, source="memories")
+    chunks = ExportChunkSerializer(many=True)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
-from memory_site.core.ai.extractive import is_question, split_sentences
+from memory_site.core.language.sentences import is_question, split_sentences
 
 ACTIVE = "active"
 PAUSED = "paused"

@@ -1,56 +1,15 @@
 """django-q2 jobs of the memory pipelines: summarise one conversation, and the periodic sweep."""
 
 import logging
-from uuid import UUID
-
-from django.conf import settings
-from django_q.conf import Conf
-from django_q.models import OrmQ
-from django_q.tasks import async_task
 
 from conversations import selectors
 from conversations.models import Conversation
+from conversations.queue import enqueue_summarization, queued_summarizations
 from conversations.services import summarization
 
 logger = logging.getLogger(__name__)
 
-SUMMARIZE_TASK = "conversations.tasks.summarize_conversation"
-# One name per conversation, so that the sweep can tell which conversations have a job queued.
-SUMMARIZE_TASK_NAME_PREFIX = "summarize:"
 SWEEP_SCHEDULE_NAME = "conversation memory sweep"
-
-
-def enqueue_summarization(*, conversation_id: UUID | str, respect_backoff: bool = False) -> None:
-    """Queue the summarisation check of one conversation.
-
-    A new assistant message, a close or a staff retry try at once, even while earlier attempts
-    are backing off; the sweep and a job's follow-up pass `respect_backoff` and leave alone
-    what is waiting out its backoff (docs/conversation-memory.md)."""
-    # `sync` is passed explicitly so that it follows the settings at call time (django-q2
-    # reads its own copy once at import).
-    async_task(
-        SUMMARIZE_TASK, str(conversation_id), respect_backoff=respect_backoff,
-        task_name=f"{SUMMARIZE_TASK_NAME_PREFIX}{conversation_id}", group="conversation-memory",
-        sync=bool(settings.Q_CLUSTER.get("sync", False)),
-    )
-
-
-def queued_summarizations() -> set[str]:
-    """Ids of the conversations with a summarisation job in django-q2's ORM queue, waiting or
-    taken by a worker and not yet finished (the broker deletes the row when the job is done).
-
-    The payloads are signed pickles, so each row is decoded for its task name; the sweep keeps
-    the queue to at most one job per conversation, so this stays cheap. With a broker other
-    than the ORM there is nothing to read, and a duplicate job is harmless (jobs are idempotent).
-    """
-    if not Conf.ORM:
-        return set()
-    names = (package.name() for package in OrmQ.objects.using(Conf.ORM).only("payload"))
-    return {
-        name.removeprefix(SUMMARIZE_TASK_NAME_PREFIX)
-        for name in names
-        if isinstance(name, str) and name.startswith(SUMMARIZE_TASK_NAME_PREFIX)
-    }
 
 
 def summarize_conversation(conversation_id: str, respect_backoff: bool = False) -> dict:

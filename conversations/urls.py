@@ -1,11 +1,16 @@
-"""Dashboard routes of the conversations app."""
+"""Dashboard routes of the conversations app: transcripts, where a fact came from, the chat page."""
 
 from django.urls import path
 
-from conversations import views
+from conversations.views import chat, transcript
 
 app_name = "conversations"
 
 urlpatterns = [
-    path("conversations/<uuid:conversation_id>", views.transcript, name="transcript"),
+    path("conversations/<uuid:conversation_id>", transcript.transcript, name="transcript"),
+    path("facts/<uuid:fact_id>/source", transcript.fact_source, name="fact_source"),
+    path("chat", chat.chat_home, name="chat"),
+    path("chat/start", chat.chat_start, name="chat_start"),
+    path("chat/<uuid:conversation_id>", chat.chat_conversation, name="chat_conversation"),
+    path("chat/<uuid:conversation_id>/send", chat.chat_send, name="chat_send"),
 ]

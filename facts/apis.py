@@ -19,8 +19,7 @@ from facts.serializers import (
     MemberInputSerializer,
     MembershipSerializer,
 )
-from memory_site.core.api import Conflict, error_responses, paginate, paginated
-from memory_site.core.drf import service_errors
+from memory_site.core.api import error_responses, paginate, paginated
 
 
 class LegacyListCreateApi(APIView):
@@ -46,8 +45,7 @@ class LegacyListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = LegacyInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with service_errors():
-            legacy = services.legacy_create(user=request.user, **data.validated_data)
+        legacy = services.legacy_create(user=request.user, **data.validated_data)
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy.pk)
         return Response(LegacySerializer(legacy).data, status=status.HTTP_201_CREATED)
 
@@ -72,13 +70,9 @@ class LegacyMemberCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            with service_errors():
-                membership = services.legacy_member_add(
-                    legacy=legacy, added_by=request.user, **data.validated_data
-                )
-        except LookupError as exc:
-            raise Conflict(str(exc)) from exc
+        membership = services.legacy_member_add(
+            legacy=legacy, added_by=request.user, **data.validated_data
+        )
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
@@ -130,10 +124,9 @@ class LegacyFactListCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = FactInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with service_errors():
-            fact, created = services.fact_create(
-                legacy=legacy, user=request.user, **data.validated_data
-            )
+        fact, created = services.fact_create(
+            legacy=legacy, user=request.user, **data.validated_data
+        )
         body = FactCreatedSerializer(
             fact, context={"request": request, "duplicate": not created}
         ).data
@@ -158,8 +151,7 @@ class FactDetailApi(APIView):
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         data = FactUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with service_errors():
-            fact = services.fact_update(fact=fact, user=request.user, **data.validated_data)
+        fact = services.fact_update(fact=fact, user=request.user, **data.validated_data)
         return Response(FactSerializer(fact, context={"request": request}).data)
 
     @extend_schema(
@@ -191,8 +183,7 @@ class FactVisibilityApi(APIView):
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
         data = FactVisibilitySerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with service_errors():
-            fact = services.fact_set_visibility(
-                fact=fact, user=request.user, visibility=data.validated_data["visibility"]
-            )
+        fact = services.fact_set_visibility(
+            fact=fact, user=request.user, visibility=data.validated_data["visibility"]
+        )
         return Response(FactSerializer(fact, context={"request": request}).data)

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
+from memory_site.core.api import IsoDateTimeField
 
 
 class LegacyInputSerializer(serializers.Serializer):
@@ -88,3 +89,31 @@ class FactUpdateSerializer(serializers.Serializer):
 
 class FactVisibilitySerializer(serializers.Serializer):
     visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)
+
+
+# --- The caller's export (GET /api/me/data; rows from selectors.user_data_export) ---
+
+
+class ExportMembershipSerializer(serializers.Serializer):
+    legacy_id = serializers.UUIDField()
+    legacy_name = serializers.CharField(source="legacy.name")
+    role = serializers.ChoiceField(choices=LegacyMembership.Role.choices)
+    joined_at = IsoDateTimeField()
+    created_the_legacy = serializers.SerializerMethodField()
+
+    def get_created_the_legacy(self, membership: LegacyMembership) -> bool:
+        return membership.legacy.created_by_id == membership.user_id
+
+
+class ExportFactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    legacy_id = serializers.UUIDField()
+    legacy_name = serializers.CharField(source="legacy.name")
+    category = serializers.ChoiceField(choices=LegacyFact.Category.choices)
+    content = serializers.CharField()
+    visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)
+    source_conversation_id = serializers.UUIDField(allow_null=True)
+    source_range_start = serializers.IntegerField(allow_null=True)
+    source_range_end = serializers.IntegerField(allow_null=True)
+    extracted_at = IsoDateTimeField()
+    updated_at = IsoDateTimeField()

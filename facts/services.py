@@ -1,19 +1,17 @@
 """Writes of legacies, memberships and legacy facts."""
 
 import re
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
+from memory_site.core.errors import Conflict
 from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
-
-if TYPE_CHECKING:
-    from conversations.models import Conversation
 
 LEGACY_NAME_MAX_CHARS = 200
 # Namespace of the transaction-level advisory locks on one author's facts about one legacy
@@ -38,8 +36,8 @@ def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
 def legacy_member_add(
     *, legacy: Legacy, added_by: AbstractBaseUser, username: str, role: str
 ) -> LegacyMembership:
-    """The owner adds a user by username. Raises PermissionDenied, ValidationError, or
-    LookupError for an unknown username."""
+    """The owner adds a user by username. Raises PermissionDenied, ValidationError (an unknown
+    username, a bad role), or Conflict when the user is already a member."""
     if not LegacyMembership.objects.filter(
         legacy=legacy, user=added_by, role=LegacyMembership.Role.OWNER
     ).exists():
@@ -54,7 +52,7 @@ def legacy_member_add(
         with transaction.atomic():
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
-        raise LookupError("That user is already a member of this legacy.") from exc
+        raise Conflict("That user is already a member of this legacy.") from exc
 
 
 def normalize_fact_text(content: str) -> str:
@@ -221,7 +219,8 @@ def fact_create(
     category: str,
     content: str,
     visibility: str = LegacyFact.Visibility.PRIVATE,
-    source_conversation: "Conversation | None" = None,
+    # A conversation of the author's, passed in by the app above (facts never imports it).
+    source_conversation: Model | None = None,
     source_range: tuple[int, int] | None = None,
 ) -> tuple[LegacyFact, bool]:
     """Save a fact for (legacy, user) unless it duplicates one of theirs.
@@ -328,7 +327,7 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
     an owner and no other owner remains, the longest-standing other member becomes owner;
     `created_by` (a PROTECT key) moves to the longest-standing remaining owner, so that
     support can delete the account afterwards. A legacy with no other member is deleted
-    with everything in it. Erase the user's conversations first (memory_site.me does): this
+    with everything in it. Erase the user's conversations first (memory_site.privacy.apis does): this
     service knows nothing of them. Returns the number of rows erased or changed per kind.
     """
     owner = LegacyMembership.Role.OWNER

@@ -11,7 +11,6 @@ urlpatterns = [
     path("legacies/<uuid:legacy_id>/facts", views.legacy_facts, name="legacy_facts"),
     path("legacies/<uuid:legacy_id>/facts/add", views.fact_add, name="fact_add"),
     path("facts/<uuid:fact_id>", views.fact_row, name="fact_row"),
-    path("facts/<uuid:fact_id>/source", views.fact_source, name="fact_source"),
     path("facts/<uuid:fact_id>/visibility", views.fact_visibility, name="fact_visibility"),
     path("facts/<uuid:fact_id>/edit", views.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/delete", views.fact_delete, name="fact_delete"),

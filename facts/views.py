@@ -128,32 +128,6 @@ def fact_row(request: HttpRequest, fact_id: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
-def fact_source(request: HttpRequest, fact_id: str) -> HttpResponse:
-    """Where a fact came from, for anyone who may see the fact: the fact, its author, and of
-    the source range what this user may see (facts.selectors.fact_source_for_viewer); the rest
-    of the conversation stays its author's."""
-    fact = selectors.fact_for_user(user=request.user, fact_id=fact_id)
-    is_mine = fact.user_id == request.user.pk
-    # The author is told which of their messages the family sees while the fact is shared.
-    shown_to_family = (
-        {m.pk for m in selectors.fact_source_matching_messages(fact=fact)}
-        if is_mine and fact.visibility == LegacyFact.Visibility.SHARED
-        else set()
-    )
-    return render(
-        request,
-        "facts/fact_source.html",
-        {
-            "fact": fact,
-            "messages_list": selectors.fact_source_for_viewer(fact=fact, user=request.user),
-            "is_mine": is_mine,
-            "shown_to_family": shown_to_family,
-        },
-    )
-
-
-@login_required
 @require_POST
 def fact_visibility(request: HttpRequest, fact_id: str) -> HttpResponse:
     fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)

@@ -2,7 +2,9 @@
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+
+from memory_site.core.errors import ApplicationError, NotFound
 
 # Machine-facing paths outside /api/ that probes call with or without a trailing slash.
 SLASH_OPTIONAL_PATHS = frozenset({"/healthz"})
@@ -26,3 +28,22 @@ class OptionalTrailingSlashMiddleware:
         ):
             request.path_info = path.rstrip("/")
         return self.get_response(request)
+
+
+class ApplicationErrorMiddleware:
+    """The pages' edge for application errors (the API has its exception handler): NotFound is
+    Django's 404 page; any other ApplicationError answers its status with its message."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, NotFound):
+            raise Http404(exception.message) from exception
+        if isinstance(exception, ApplicationError):
+            return HttpResponse(exception.message, status=exception.status,
+                                content_type="text/plain; charset=utf-8")
+        return None

@@ -28,6 +28,8 @@ INSTALLED_APPS = [
     "facts",
     "conversations",
     "agent_memory",
+    # The project roof: seed_demo and the demo data of every app.
+    "memory_site",
 ]
 
 MIDDLEWARE = [
@@ -41,6 +43,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memory_site.middleware.ApplicationErrorMiddleware",
 ]
 
 ROOT_URLCONF = "memory_site.urls"

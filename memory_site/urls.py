@@ -8,7 +8,8 @@ from django.utils.functional import lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memory_site import me, views
+from memory_site import views
+from memory_site.privacy import apis as privacy_apis
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
@@ -20,9 +21,7 @@ urlpatterns = [
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("facts.api_urls")),
     path("api/", include("conversations.api_urls")),
-    path("api/", include("conversations.agent_api_urls")),
-    path("api/", include("agent_memory.api_urls")),
-    path("api/me/data", me.MyDataApi.as_view(), name="me-data"),
+    path("api/me/data", privacy_apis.MyDataApi.as_view(), name="me-data"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(template_name="registration/login.html"),
@@ -31,7 +30,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("facts.urls")),
     path("", include("conversations.urls")),
-    path("", include("conversations.chat_urls")),
     path("", include("agent_memory.urls")),
 ]
 

@@ -1,6 +1,8 @@
 """Shared fixtures: API clients per role around one legacy, on the real embedded PostgreSQL."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -9,6 +11,15 @@ from rest_framework.test import APIClient
 
 from facts.models import Legacy
 from tests.factories import LegacyFactory, MembershipFactory, UserFactory
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--screenshots", action="store_true", default=False,
+        help="let the browser tests write their screenshots into docs/screenshots/",
+    )
 
 
 def api_client_for(user: User | None) -> APIClient:
@@ -63,8 +74,9 @@ def anon_client() -> APIClient:
 
 @pytest.fixture
 def openai_server():
-    """A started FakeOpenAIServer (tests/openai_server.py) on 127.0.0.1; stopped afterwards."""
-    from tests.openai_server import FakeOpenAIServer
+    """A started FakeOpenAIServer (tests/support/openai_server.py) on 127.0.0.1; stopped
+    afterwards."""
+    from tests.support.openai_server import FakeOpenAIServer
 
     server = FakeOpenAIServer().start()
     yield server
@@ -89,7 +101,7 @@ def browser():
 
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_support import CHROMIUM, CHROMIUM_ARGS
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     # Playwright's sync API keeps an event loop in this thread; the tests' own ORM calls are
     # still synchronous and safe.
@@ -105,3 +117,28 @@ def browser():
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     else:
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture(scope="session")
+def screenshots_dir(request: pytest.FixtureRequest) -> Path | None:
+    """docs/screenshots/ when pytest runs with --screenshots; otherwise None, so that a test run
+    never changes a tracked file."""
+    if not request.config.getoption("--screenshots"):
+        return None
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+@pytest.fixture
+def save_screenshot(screenshots_dir: Path | None) -> Callable[..., Path | None]:
+    """save_screenshot(page, "name.png") writes the full page into docs/screenshots/ with
+    --screenshots and returns the path; without the option it takes no screenshot (None)."""
+
+    def save(page, name: str) -> Path | None:
+        if screenshots_dir is None:
+            return None
+        path = screenshots_dir / name
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return save

@@ -21,20 +21,24 @@ from conversations.services.summarization import (
     memory_summarize,
 )
 from conversations.services.turn import (
+    ChatAnswer,
     TurnConflict,
     TurnInProgress,
     TurnProviderError,
     TurnResult,
+    chat_message_answer,
     turn_run,
 )
 
 __all__ = [
+    "ChatAnswer",
     "IDEMPOTENCY_KEY_MAX_CHARS",
     "IdempotencyConflict",
     "TurnConflict",
     "TurnInProgress",
     "TurnProviderError",
     "TurnResult",
+    "chat_message_answer",
     "chunk_archive_range",
     "conversation_catch_up",
     "conversation_close",

@@ -6,21 +6,21 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from conversations import tasks
+from conversations import queue
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.core.ai import count_tokens
+from memory_site.core.errors import Conflict
 from memory_site.core.text import nul_errors, reject_nul
 
 APPENDABLE_ROLES = {choice for choice in Message.Role.values}
 
 
-class IdempotencyConflict(Exception):
+class IdempotencyConflict(Conflict):
     """The Idempotency-Key was already used in this conversation for a different message."""
 
-    def __init__(self) -> None:
-        super().__init__("This Idempotency-Key was already used for another message.")
+    default_message = "This Idempotency-Key was already used for another message."
 
 
 def conversation_create(
@@ -115,7 +115,7 @@ def message_append(
                 # After commit, so the job sees the message; a crash in between is covered by
                 # the sweep, which finds every conversation whose summarisation is due.
                 conversation_id = locked.pk
-                transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
+                transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
     except IntegrityError:
         # A racing request with the same key committed first: answer with its message.
         if idempotency_key and (
@@ -169,7 +169,7 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
             locked.closed_at = timezone.now()
             locked.save(update_fields=["status", "closed_at", "updated_at"])
         conversation_id = locked.pk
-        transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
+        transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
     conversation.status = locked.status
     conversation.closed_at = locked.closed_at
     return conversation

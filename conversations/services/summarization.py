@@ -12,15 +12,12 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from conversations import selectors, tasks
+from conversations import queue, selectors
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
-
-# The module, not its names: messages imports tasks, which imports this module, so messages
-# may still be loading when this line runs.
 from conversations.services import messages as message_services
 from facts.services import fact_create
 from memory_site.core.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
-from memory_site.core.ai.extractive import KinshipReader
+from memory_site.core.language.kinship import KinshipReader
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +199,7 @@ def memory_retry(*, memory: ConversationMemory) -> bool:
     elif memory.status != ConversationMemory.Status.FAILED:
         return False
     conversation_id = memory.conversation_id
-    transaction.on_commit(lambda: tasks.enqueue_summarization(conversation_id=conversation_id))
+    transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
     return True
 
 

@@ -23,10 +23,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
+from agent_memory.commands import CommandReply, command_run, is_memory_command
 from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
+from conversations.selectors import idempotency_key_used
 from conversations.services.messages import (
     IdempotencyConflict,
     message_append,
@@ -34,6 +36,7 @@ from conversations.services.messages import (
     validate_message_content,
 )
 from memory_site.core.ai import LLMError, get_llm
+from memory_site.core.errors import Conflict, ProviderError
 
 logger = logging.getLogger(__name__)
 
@@ -43,19 +46,27 @@ EMPTY_REPLY = "(The model returned an empty reply.)"
 TURN_LOCK_NAMESPACE = 30_001
 
 
-class TurnConflict(Exception):
+class TurnConflict(Conflict):
     """The Idempotency-Key was already used for a different message."""
 
 
-class TurnInProgress(Exception):
+class TurnInProgress(Conflict):
     """Another request is still running the turn of this user message (a concurrent retry)."""
 
+    code = "turn_in_progress"
+    default_message = "A turn for this message is still running."
 
-class TurnProviderError(Exception):
+
+class TurnProviderError(ProviderError):
     """The LLM failed; the user message is saved and the turn can be retried."""
 
-    def __init__(self, message: str, *, user_message: Message):
-        super().__init__(message)
+    def __init__(self, provider_detail: str, *, user_message: Message):
+        super().__init__(
+            f"The language model failed: {provider_detail}. Your message was saved as "
+            f"#{user_message.sequence}; send the same request with the same Idempotency-Key "
+            "to retry without saving it twice."
+        )
+        self.provider_detail = provider_detail
         self.user_message = user_message
 
 
@@ -68,6 +79,46 @@ class TurnResult:
     replayed: bool = False
     llm_calls: int = 0
     tool_messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """What a chat message got, an agent turn or a /memory command, in one shape for every
+    caller (TurnResponseSerializer declares it)."""
+
+    reply: str
+    user_message: Message | None = None
+    assistant_message: Message | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    packet: ContextPacket | None = None  # the context of a turn run now
+    token_counts: dict[str, int] | None = None
+    cuts: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    replayed: bool = False
+    command: bool = False
+    command_code: str | None = None
+
+    @classmethod
+    def of_turn(cls, result: TurnResult) -> "ChatAnswer":
+        packet = result.packet
+        # A replayed turn answers the context the reply was given, saved with it.
+        saved = result.assistant_message.metadata
+        return cls(
+            reply=result.assistant_message.content,
+            user_message=result.user_message,
+            assistant_message=result.assistant_message,
+            tool_calls=result.tool_calls,
+            packet=packet,
+            token_counts=packet.token_counts() if packet else saved.get("token_counts"),
+            cuts=packet.cuts if packet else saved.get("cuts", []),
+            warnings=packet.warnings if packet else saved.get("warnings", []),
+            replayed=result.replayed,
+        )
+
+    @classmethod
+    def of_command(cls, reply: CommandReply) -> "ChatAnswer":
+        """A /memory command: nothing was saved or sent to a model."""
+        return cls(reply=reply.reply, command=True, command_code=reply.code)
 
 
 def _saved_reply(user_message: Message) -> Message | None:
@@ -97,7 +148,7 @@ def _turn_lock(user_message: Message) -> Iterator[None]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [TURN_LOCK_NAMESPACE, key])
         if not cursor.fetchone()[0]:
-            raise TurnInProgress("A turn for this message is still running.")
+            raise TurnInProgress()
     try:
         yield
     finally:
@@ -248,4 +299,22 @@ def _turn_locked(
     return TurnResult(
         user_message=user_message, assistant_message=assistant_message, tool_calls=records,
         packet=packet, llm_calls=llm_calls, tool_messages=tool_messages,
+    )
+
+
+def chat_message_answer(
+    *, conversation: Conversation, content: str, idempotency_key: str | None = None
+) -> ChatAnswer:
+    """What a chat message gets, for every caller (the turn API and the chat page): a
+    `/memory` command is answered straight, without the agent (seed 003), anything else runs
+    an agent turn (turn_run, with its errors). A command is not recorded, so a key cannot
+    replay it; a key that already names a message is a client bug: TurnConflict, as for any
+    other content."""
+    if is_memory_command(content):
+        idempotency_key = validate_idempotency_key(idempotency_key)
+        if idempotency_key and idempotency_key_used(conversation=conversation, key=idempotency_key):
+            raise TurnConflict(IdempotencyConflict.default_message)
+        return ChatAnswer.of_command(command_run(user=conversation.user, text=content))
+    return ChatAnswer.of_turn(
+        turn_run(conversation=conversation, content=content, idempotency_key=idempotency_key)
     )

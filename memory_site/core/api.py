@@ -1,16 +1,20 @@
-"""Shared REST API pieces: the JSON error format, pagination and request helpers."""
+"""Shared REST API pieces: the one exception handler and its error format, pagination."""
 
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+from memory_site.core.errors import ApplicationError
 
 
 def _first_message(errors: Any) -> str:
@@ -23,9 +27,23 @@ def _first_message(errors: Any) -> str:
     return str(errors)
 
 
+def _as_drf_validation_error(exc: DjangoValidationError) -> exceptions.ValidationError:
+    if hasattr(exc, "error_dict"):
+        return exceptions.ValidationError(exc.message_dict)
+    return exceptions.ValidationError({"non_field_errors": exc.messages})
+
+
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """Every API error is `{"detail": message, "code": code}`, plus `errors` per field on 400."""
-    if isinstance(exc, Http404):
+    """The one place API errors are mapped (views catch none of them). Every API error is
+    `{"detail": message, "code": code}`, plus `errors` per field on 400 and the `extra` fields
+    of an ApplicationError. Django's ValidationError (from a service) is a 400 with field
+    errors, PermissionDenied a 403, Http404 and NotFound a 404."""
+    if isinstance(exc, ApplicationError):
+        set_rollback()
+        return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
+    if isinstance(exc, DjangoValidationError):
+        exc = _as_drf_validation_error(exc)
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
@@ -80,10 +98,12 @@ def error_responses(
     return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in statuses}
 
 
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
+class IsoDateTimeField(serializers.DateTimeField):
+    """A datetime as Python's isoformat (`+00:00`, not DRF's `Z`): the format of the export and
+    of seed 001's memory document, which are files as much as answers."""
+
+    def to_representation(self, value: Any) -> str:
+        return value.isoformat()
 
 
 class ItemsPagination(LimitOffsetPagination):

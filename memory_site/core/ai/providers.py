@@ -12,7 +12,7 @@ from memory_site.core.ai.base import EmbeddingProvider, LLMProvider
 def _llm(provider: str, base_url: str, api_key: str, model: str, timeout: float,
          max_retries: int, backoff: float) -> LLMProvider:
     if provider == "extractive":
-        from memory_site.core.ai.extractive import ExtractiveLLM
+        from memory_site.core.ai.offline.provider import ExtractiveLLM
 
         return ExtractiveLLM()
     if provider == "openai":

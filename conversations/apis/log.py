@@ -1,0 +1,210 @@
+"""REST endpoints of conversations, their messages, rolling summaries and archived chunks."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import selectors, services
+from conversations.serializers import (
+    ConversationChunkSerializer,
+    ConversationDetailSerializer,
+    ConversationInputSerializer,
+    ConversationListQuerySerializer,
+    ConversationMemorySerializer,
+    ConversationSerializer,
+    MessageInputSerializer,
+    MessageListQuerySerializer,
+    MessageSerializer,
+)
+from facts.selectors import legacy_for_member
+from memory_site.core.api import error_responses, paginate, paginated
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description=(
+        "Repeat a request with the same key and nothing is written twice. At most "
+        f"{services.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters."
+    ),
+)
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's Idempotency-Key header, None without one; a malformed key is a 400."""
+    return services.validate_idempotency_key(request.headers.get("Idempotency-Key"))
+
+
+class ConversationListCreateApi(APIView):
+    pagination_class = paginated("conversations")
+
+    @extend_schema(
+        summary="List my conversations",
+        description="My own conversations, newest first, in the legacies I belong to; "
+        "`?legacy_id=` keeps one legacy's. A page: `?limit=` and `?offset=`.",
+        parameters=[ConversationListQuerySerializer],
+        responses={200: ConversationSerializer(many=True), **error_responses(400, 401)},
+    )
+    def get(self, request: Request) -> Response:
+        query = ConversationListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        conversations = selectors.conversations_for_user(request.user).select_related("legacy")
+        if legacy_id := query.validated_data.get("legacy_id"):
+            conversations = conversations.filter(legacy_id=legacy_id)
+        return paginate(
+            request, conversations.order_by("-created_at"), ConversationSerializer,
+            "conversations", view=self,
+        )
+
+    @extend_schema(
+        summary="Start a conversation",
+        description="`{legacy_id, title?, persona?}`: any member of the legacy starts a "
+        "conversation of their own. `persona` describes the assistant for this conversation "
+        "and goes into the first block of its system prompt (at most PERSONA_MAX_CHARS characters and "
+        "PERSONA_MAX_TOKENS tokens, else 400). 404 for a legacy I do not belong to.",
+        request=ConversationInputSerializer,
+        responses={
+            201: ConversationDetailSerializer,
+            **error_responses(400, 401, 404, descriptions={
+                404: "No legacy of mine has that legacy_id."}),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = ConversationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        legacy = legacy_for_member(user=request.user, legacy_id=data.validated_data["legacy_id"])
+        conversation = services.conversation_create(
+            user=request.user,
+            legacy=legacy,
+            title=data.validated_data["title"],
+            persona=data.validated_data["persona"],
+        )
+        return Response(
+            ConversationDetailSerializer(conversation).data, status=status.HTTP_201_CREATED
+        )
+
+
+class ConversationDetailApi(APIView):
+    @extend_schema(
+        summary="Get one of my conversations",
+        description="The conversation with its persona and session state (seed 004). Only "
+        "its user sees it: anyone else's is a 404.",
+        responses={200: ConversationDetailSerializer, **error_responses(401, 404)},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        return Response(ConversationDetailSerializer(conversation).data)
+
+
+class MessageListCreateApi(APIView):
+    pagination_class = paginated("messages")
+
+    @extend_schema(
+        summary="List a conversation's messages",
+        description="In sequence order; `?after=<sequence>` gives only later ones. Only the "
+        "conversation's user (404 otherwise). A page: `?limit=` and `?offset=`.",
+        parameters=[MessageListQuerySerializer],
+        responses={200: MessageSerializer(many=True), **error_responses(400, 401, 404)},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        query = MessageListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        messages = selectors.messages_for_conversation(
+            conversation=conversation, after=query.validated_data.get("after")
+        )
+        return paginate(request, messages, MessageSerializer, "messages", view=self)
+
+    @extend_schema(
+        summary="Append a message",
+        description="`{role, content}` with the next sequence number, committed before the "
+        "answer; an assistant message enqueues the summarisation job. Only the conversation's "
+        "user (404 otherwise); 400 for empty, too long or NUL-carrying content. Send an "
+        "Idempotency-Key to retry safely.",
+        request=MessageInputSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: MessageSerializer,
+            200: OpenApiResponse(
+                MessageSerializer,
+                description="The message saved earlier with this Idempotency-Key; nothing "
+                "written.",
+            ),
+            **error_responses(
+                400, 401, 404, 409,
+                descriptions={409: "The Idempotency-Key was used for another message (other "
+                              "role or content); nothing written."},
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        key = idempotency_key(request)
+        data = MessageInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        message, created = services.message_append(
+            conversation=conversation, idempotency_key=key, **data.validated_data
+        )
+        return Response(
+            MessageSerializer(message).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class ConversationMemoryListApi(APIView):
+    pagination_class = paginated("memories")
+
+    @extend_schema(
+        summary="List a conversation's rolling summaries",
+        description="Seed 002's rolling-summary versions, oldest first, with their status "
+        "(processing, completed, failed) and the chain (`base_memory_id`). Only the "
+        "conversation's user (404 otherwise). A page.",
+        responses={200: ConversationMemorySerializer(many=True), **error_responses(401, 404)},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        memories = selectors.rolling_summaries_for_conversation(conversation=conversation)
+        return paginate(request, memories, ConversationMemorySerializer, "memories", view=self)
+
+
+class ConversationChunkListApi(APIView):
+    pagination_class = paginated("chunks")
+
+    @extend_schema(
+        summary="List a conversation's archived chunks",
+        description="Seed 000's archived summaries of message ranges (end exclusive), in "
+        "message order. Only the conversation's user (404 otherwise). A page.",
+        responses={200: ConversationChunkSerializer(many=True), **error_responses(401, 404)},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        chunks = selectors.archived_chunks_for_conversation(conversation=conversation)
+        return paginate(request, chunks, ConversationChunkSerializer, "chunks", view=self)
+
+
+class ConversationCloseApi(APIView):
+    @extend_schema(
+        summary="Close a conversation",
+        description="Seed 004's clean shutdown: status `shutdown_clean` at once, then a job "
+        "archives the unarchived tail and writes the final summary. Closing again changes "
+        "nothing and enqueues the job again (a retry). Only the conversation's user (404 "
+        "otherwise).",
+        request=None,
+        responses={200: ConversationDetailSerializer, **error_responses(401, 404)},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        conversation = services.conversation_close(conversation=conversation)
+        return Response(ConversationDetailSerializer(conversation).data)

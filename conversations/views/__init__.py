@@ -1,0 +1,1 @@
+"""Dashboard pages of the conversations app, one module per page family (routes in urls.py)."""

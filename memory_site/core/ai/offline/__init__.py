@@ -1,0 +1,1 @@
+"""The offline LLM provider: extractive summaries, rule-based facts and rule-based chat."""

@@ -1,0 +1,472 @@
+"""The offline provider's fact extraction: rule-based facts about the legacy in what the user said."""
+
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+from memory_site.core.ai.base import ExtractedFact, TranscriptLine
+from memory_site.core.language.kinship import LegacyReference, family_gender, legacy_for
+from memory_site.core.language.sentences import display_name, is_question, split_sentences
+from memory_site.core.language.words import (
+    FAMILY_OF,
+    KIN_ANY,
+    NOT_KIN_AFTER,
+    NOT_NAMES,
+    OTHER_PEOPLE,
+    alternation,
+    ends_at,
+)
+
+_YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
+_HEDGE = re.compile(
+    r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
+    r"i think|i guess|i suppose|i wonder|wonder if|i wish|not sure|imagine|supposedly|"
+    r"apparently|were here|i believe|seems|seemed to me)\b",
+    re.IGNORECASE,
+)
+_LEAD_IN = re.compile(
+    r"^(?:and|but|so|well|oh|yes|yeah|also|plus|anyway|honestly|you know|very|sure|"
+    r"i remember(?: that| how| when)?|i know(?: that)?|i'll never forget(?: that| how)?|"
+    r"i still remember(?: that| how)?)\b[,.!]?\s+",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|correction:?|"
+    r"wait,?\s+no|no\s+wait|oops|my mistake)\b[,:.!]?\s*",
+    re.IGNORECASE,
+)
+_NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+)?([\w'-]+)\s*\.?$", re.IGNORECASE)
+
+# --- categories (first match wins) ---------------------------------------------------------
+_CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("milestone", re.compile(
+        r"\b(born|died|passed away|passed on|graduated|emigrated|immigrated|moved to|moved from|"
+        r"came to|came home|retired|diagnosed|buried|enlisted|grew up|broke (?:his|her)|"
+        r"turned \d+)\b", re.I)),
+    ("occupation", re.compile(
+        r"\b(worked|works|job|career|profession|employed|served in|taught(?! me| us)|teacher|nurse|"
+        r"engineer|farmer|carpenter|machinist|doctor|lawyer|librarian|seamstress|firefighter|"
+        r"mechanic|accountant|secretary|pastor|minister|professor|clerk|soldier|sailor|"
+        r"electrician|plumber|police|opened a|ran a|ran the|owned a|owned the|business|"
+        r"studied|bakery|shop|store|factory)\b", re.I)),
+    ("relationship", re.compile(
+        r"\b(married|marry|wedding|proposed|met|engaged|divorced|widow|widowed|husband|wife|"
+        r"brothers?|sisters?|sons?|daughters?|children|kids|grandchildren|grandkids|friends?|"
+        r"cousins?|taught me|raised)\b", re.I)),
+    ("habit", re.compile(
+        r"\b(every (?:morning|day|night|evening|week|weekend|sunday|monday|tuesday|wednesday|"
+        r"thursday|friday|saturday|spring|summer|fall|autumn|winter|year|christmas)|"
+        r"each (?:morning|day|night|week)|always|never|used to|daily|weekly|without fail|"
+        r"every \w+ at)\b", re.I)),
+    ("hobby", re.compile(
+        r"\b((?:loved|enjoyed|liked) (?:to )?\w+ing|played|plays|grew(?! up)|fishing|gardening|"
+        r"knitting|"
+        r"painting|painted|sewing|quilting|woodworking|hiking|camping|hunting|bowling|golf|"
+        r"crossword|puzzles|chess|bridge|dancing|singing|sang|choir|coached|collected|"
+        r"collecting|photography|birdwatching|mahjong|cello|piano|guitar|violin|trumpet)\b",
+        re.I)),
+    ("preference", re.compile(
+        r"\b(favou?rite|loved|liked|hated|disliked|preferred|adored|enjoyed|fond of|"
+        r"couldn't stand|could not stand|can't stand)\b", re.I)),
+    ("personality", re.compile(
+        r"\b(kind|kindest|generous|stubborn|funny|patient|quiet|shy|strict|gentle|warm|honest|"
+        r"brave|loud|proud|protective|caring|loving|humble|witty|cheerful|serious|sensitive|"
+        r"tough|sweet|grumpy|stern|calm|hardworking|hard-working|curious|clever|smart|wise|"
+        r"sense of humou?r|temper|personality)\b", re.I)),
+)
+
+
+def _strip_lead_in(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous = text
+        text = _LEAD_IN.sub("", text, count=1)
+    return text
+
+
+@dataclass
+class _Subject:
+    kind: str  # "legacy", "pronoun", "other" or "none"
+    start: int
+    end: int
+    possessive: bool
+    gender: str | None = None  # of another person, when a kinship word tells it
+
+
+_ADVERBIAL_START = re.compile(
+    r"^(?:every|each|on|in|after|before|during|back|once|later|then|at|by|since|for|when|"
+    r"growing up|as a)\b",
+    re.IGNORECASE,
+)
+_PRONOUN = re.compile(r"^(She|He|Her|His)\b", re.IGNORECASE)
+_OTHER_SUBJECT = re.compile(
+    rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{alternation(OTHER_PEOPLE)})s?)\b"
+)
+# A kinship word that is not the legacy's ("Dad", "Grandma Ruth", "her dad", "my brother").
+_OTHER_KIN_SUBJECT = re.compile(
+    rf"^(?:(?:[Mm]y|[Oo]ur|[Hh]er|[Hh]is|[Tt]heir|[Yy]our)\s+(?:[a-z]+\s+)?)?"
+    rf"(?P<kin>(?i:{KIN_ANY}))s?(?![\w-]){NOT_KIN_AFTER}"
+)
+_OTHER_NAMED_SUBJECT = re.compile(
+    r"^([A-Z][a-z]+)(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went)\b"
+)
+
+
+def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
+    """Who the sentence is about: the legacy, a pronoun, someone else, or nobody clear."""
+    starts = [0]
+    comma = body.find(",")
+    # "Once, in 1988, he…" has its subject after the comma; "I want to tell you about my
+    # mom, Rose." has it before (the user).
+    if 0 < comma <= 60 and not re.match(r"(?:I|We|You|They)\b", body):
+        starts.append(comma + 1)
+    if _ADVERBIAL_START.match(body):
+        # "Every Sunday she baked…", "Once, in 1988, he broke…": try each of the next words.
+        starts += [m.end() for m in re.finditer(r"[\s,]+", body[:80])]
+    for start in starts:
+        offset = start + len(body[start:]) - len(body[start:].lstrip())
+        rest = body[offset:]
+        match = reference.match(rest)
+        if match:
+            return _Subject("legacy", offset, offset + match.end(), bool(match.group(1)))
+        other = _OTHER_KIN_SUBJECT.match(rest)
+        if other:
+            family = FAMILY_OF[other.group("kin").lower()]
+            return _Subject("other", 0, 0, False, family_gender({family}))
+        pronoun = _PRONOUN.match(rest)
+        if pronoun:
+            word = pronoun.group(1).lower()
+            return _Subject("pronoun:" + word, offset, offset + pronoun.end(),
+                            word in ("her", "his"))
+    named = _OTHER_NAMED_SUBJECT.match(body)
+    if _OTHER_SUBJECT.match(body) or (named and named.group(1) not in NOT_NAMES):
+        return _Subject("other", 0, 0, False)
+    return _Subject("none", 0, 0, False)
+
+
+def _pronoun_fits(word: str, legacy: LegacyReference) -> bool:
+    female = word in ("she", "her")
+    if legacy.gender is None:
+        return True
+    return female == (legacy.gender == "female")
+
+
+_TRAILING_CLAUSE = re.compile(r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b).*$", re.IGNORECASE)
+_EMPTY_ENDINGS = frozenset(["it", "that", "this", "so", "too", "did", "does", "do", "tried",
+                           "was", "is", "had", "has", "one", "them", "him", "her"])
+
+
+def _says_something(content: str) -> bool:
+    """ "She did." or "Rose loved it." carry no fact on their own."""
+    words = re.findall(r"[A-Za-z0-9']+", content)
+    return len(words) >= 3 and words[-1].lower() not in _EMPTY_ENDINGS
+
+
+def _rewrite(body: str, subject: _Subject, display: str) -> str:
+    name = f"{display}'s" if subject.possessive else display
+    text = body[: subject.start] + name + body[subject.end:]
+    # "…the cello, not the violin" and "…, so we never left" say nothing more about the person.
+    text = _TRAILING_CLAUSE.sub("", text.rstrip(".!"))
+    text = " ".join(text.split()).strip()
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!")) else text.rstrip(",;:") + "."
+
+
+# An object pronoun left in a fact ("Rose grew them by the back door.") points at nothing
+# once the fact stands alone. "it" followed by a verb is a dummy subject ("…said it was…"),
+# and "that"/"this" are pronouns only before a pause or a preposition ("did that every day"),
+# not as "that she…".
+_PAUSE_OR_PREPOSITION = (
+    r"(?=\s*(?:[.!,;]|$)|\s+(?:by|in|at|on|for|with|to|from|every|each|all|until|again|too|"
+    r"often|always)\b)"
+)
+_OBJECT_PRONOUN = re.compile(
+    rf"\b(?:(?P<plural>them\b|those\b{_PAUSE_OR_PREPOSITION})"
+    rf"|it\b(?!'s|\s+(?:was|is|had|has|seemed|felt|looked|took|became|would|will)\b)"
+    rf"|(?:that|this)\b{_PAUSE_OR_PREPOSITION})",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"\b(the|a|an|her|his|their|this|that|these|those)\s+", re.IGNORECASE)
+_PHRASE_WORDS = re.compile(r"[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,2}")
+_PHRASE_STOP = re.compile(
+    r"^(?:by|in|at|on|for|with|to|from|of|about|and|or|but|was|were|is|are|had|has|have|that|"
+    r"which|who|when|while|every|each|because|she|he|it|they|we|i|you|so|as|after|before|than|"
+    r"then|not|never|always|very|a|an|the|her|his|their|these|those)$",
+    re.IGNORECASE,
+)
+_PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+# Searched with ends_at, before a determiner: at most 25 characters.
+_NEGATION_BEFORE = re.compile(r"\b(?:not|no|never)\s{1,20}$", re.IGNORECASE)
+_COPULA_BEFORE = re.compile(r"\b(?:was|is|were|are)\s{1,20}$", re.IGNORECASE)
+
+
+@dataclass
+class _Antecedent:
+    start: int
+    end: int
+    text: str
+    plural: bool
+    kind: bool = False  # "…was the peony": a kind, which "them" may refer to
+
+
+def _plural_noun(word: str) -> bool:
+    return word.lower().endswith("s") and not word.lower().endswith(("ss", "us", "is"))
+
+
+def _pluralize(word: str) -> str:
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def _antecedents(sentence: str, excluded: re.Pattern[str]) -> list[_Antecedent]:
+    """Noun phrases of `sentence` a later pronoun may point at: a determiner and up to three
+    words ("the peony", "her old trowel"), or a proper name ("Moon River"); not the person,
+    and not a negated phrase."""
+    found: list[_Antecedent] = []
+    for match in _DETERMINER.finditer(sentence):
+        phrase = _PHRASE_WORDS.match(sentence, match.end())
+        # "Not a word." names nothing that a later "it" could be.
+        if phrase is None or ends_at(_NEGATION_BEFORE, sentence, match.start()):
+            continue
+        words: list[str] = []
+        for word in phrase.group(0).split():
+            if _PHRASE_STOP.match(word):
+                break
+            words.append(word)
+        if not words:
+            continue
+        text = f"{match.group(1)} {' '.join(words)}"
+        if excluded.search(" ".join(words)):
+            continue
+        end = match.end() + len(" ".join(words))
+        kind = match.group(1).lower() in ("the", "a", "an") and ends_at(
+            _COPULA_BEFORE, sentence, match.start())
+        found.append(_Antecedent(match.start(), end, text, _plural_noun(words[-1]), kind))
+    # A proper name inside a phrase above is part of it. The phrases come in order of start,
+    # so the furthest end among those starting before a name tells (in log time, where
+    # checking every phrase per name is quadratic on a long sentence).
+    starts = [a.start for a in found]
+    reach = list(accumulate((a.end for a in found), max))
+    for match in _PROPER_NOUN.finditer(sentence):
+        name = match.group(0)
+        if name.split()[0] in NOT_NAMES or excluded.search(name):
+            continue
+        index = bisect_right(starts, match.start()) - 1
+        if index >= 0 and reach[index] > match.start():
+            continue
+        found.append(_Antecedent(match.start(), match.end(), name, False))
+    return sorted(found, key=lambda a: a.end)
+
+
+def _resolve_object_pronoun(body: str, after: int, previous: str | None,
+                            excluded: re.Pattern[str]) -> str | None:
+    """`body` with an object pronoun after the subject replaced by what it points at in the
+    previous sentence ("She grew them…" after "…was the peony." → "She grew peonies…");
+    the body unchanged when it has no such pronoun; None when the pronoun points at nothing
+    there."""
+    pronoun = _OBJECT_PRONOUN.search(body, after)
+    if pronoun is None:
+        return body
+    plural = pronoun.group("plural") is not None
+    candidates = _antecedents(previous or "", excluded)
+    agreeing = [a for a in candidates if a.plural == plural]
+    if agreeing:
+        chosen = agreeing[-1]
+        determiner, _, rest = chosen.text.partition(" ")
+        # "a quilt … she gave it away": once it is known, it is "the quilt".
+        text = f"the {rest}" if determiner.lower() in ("a", "an") and rest else chosen.text
+    elif plural and candidates and candidates[-1].kind:
+        # "Her favorite flower was the peony. She grew them…": the kind, in the plural.
+        *words, head = candidates[-1].text.split()[1:]
+        text = " ".join([*words, _pluralize(head)])
+    else:
+        return None
+    return body[: pronoun.start()] + text + body[pronoun.end():]
+
+
+def categorize(content: str) -> str:
+    """Seed 000's category of a fact, from the first rule whose words it contains."""
+    for category, pattern in _CATEGORY_RULES:
+        if pattern.search(content):
+            return category
+    return "other"
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2}
+
+
+def _values(text: str) -> dict[str, list[str]]:
+    return {
+        "year": _YEAR.findall(text),
+        "number": re.findall(r"\b\d+\b", text),
+        "proper": [w for w in re.findall(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", text[1:])
+                   if w.split()[0] not in NOT_NAMES],
+    }
+
+
+def _taken_back(body: str) -> tuple[str, str] | None:
+    """The value a correction takes back ("1962, not 1961" → "1961") and what it says before
+    that ("1962")."""
+    match = _NOT_VALUE.search(body)
+    if match is None:
+        return None
+    # The comma and spaces before "not" are trimmed here: as ",?\s*" at the pattern's start,
+    # they made every position of a long run of spaces rescan the rest of the run.
+    return match.group(1), body[: match.start()].rstrip().removesuffix(",")
+
+
+# A correction fixes one of the last _CORRECTION_REACH facts of its batch (what the user has
+# just said): looking further back made every correction reread every fact, quadratic in a
+# batch of long pasted messages.
+_CORRECTION_REACH = 50
+
+
+class _BatchFacts:
+    """A batch's facts so far, with a count of each content (a correction can give one fact
+    another's words), so that a duplicate is found without rereading them all."""
+
+    def __init__(self) -> None:
+        self.facts: list[ExtractedFact] = []
+        self._contents: Counter[str] = Counter()
+
+    def __contains__(self, content: str) -> bool:
+        return self._contents[content] > 0
+
+    def recent(self) -> list[tuple[int, ExtractedFact]]:
+        """The facts a correction may reach, oldest first, with their indices."""
+        start = max(0, len(self.facts) - _CORRECTION_REACH)
+        return list(enumerate(self.facts[start:], start))
+
+    def put(self, fact: ExtractedFact, index: int | None = None) -> None:
+        """Append `fact`, or put it in place of the fact at `index`."""
+        if index is None:
+            self.facts.append(fact)
+        else:
+            self._contents[self.facts[index].content] -= 1
+            self.facts[index] = fact
+        self._contents[fact.content] += 1
+
+
+def _apply_correction(found: _BatchFacts, body: str) -> bool:
+    """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
+    kind in the most recent fact that has one. Returns whether a fact changed."""
+    taken_back = _taken_back(body)
+    old = taken_back[0] if taken_back else None
+    body = taken_back[1] if taken_back else body
+    new_values = _values(body)
+    for kind in ("year", "number", "proper"):
+        if not new_values[kind]:
+            continue
+        new = new_values[kind][-1]
+        for index, fact in reversed(found.recent()):
+            content = fact.content
+            in_content = [old] if old and old in content else []
+            targets = in_content if old else _values(content)[kind]
+            targets = [t for t in targets if t and t != display_name(content)]
+            if targets:
+                target = targets[-1]
+                updated = content.replace(target, new, 1)
+                found.put(ExtractedFact(category=fact.category, content=updated), index)
+                return True
+    return False
+
+
+def _replace_similar(found: _BatchFacts, fact: ExtractedFact) -> None:
+    """A corrected full statement replaces the earlier fact it corrects (the most similar one)."""
+    words = _content_words(fact.content)
+    best, best_score = None, 0.0
+    for index, other in found.recent():
+        other_words = _content_words(other.content)
+        union = words | other_words
+        score = len(words & other_words) / len(union) if union else 0.0
+        if score > best_score:
+            best, best_score = index, score
+    found.put(fact, best if best_score >= 0.3 else None)
+
+
+def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
+                  aliases: Sequence[str] = ()) -> list[ExtractedFact]:
+    """Facts about the legacy person in what the USER said.
+
+    A sentence yields a fact when its subject is the legacy person: by name or nickname
+    ("Grandma Peggy", "my aunt Evelyn"), by a kinship word of a family in `aliases` (see
+    kinship_aliases) or one the batch itself links to their name ("my mom, Rose"), or by
+    "she"/"he"/"her"/"his" right after the person was mentioned (by the user or the
+    assistant). Any other kinship word is another person ("Dad", "Grandma Ruth", "her dad"),
+    and so is a kinship word followed by a name that is not the legacy's. The user may be in it
+    ("Rose taught me to play the piano"). Questions, hypotheticals and hedges ("if she
+    had…", "maybe", "I think"), sentences about the user or someone else, and sentences whose
+    object is a pronoun ("them", "it", "that") that the previous sentence does not resolve
+    are skipped; a resolved one is replaced ("She grew them" after "…was the peony." →
+    "Rose grew peonies"). A correction ("Actually, it was 1962") replaces the value it
+    corrects.
+    """
+    legacy = legacy_for(
+        legacy_name, aliases, [line.content for line in lines if line.role == "user"],
+        " ".join(line.content for line in lines if line.role in ("user", "assistant")))
+    reference = legacy.reference()
+    mention = legacy.mention()
+    facts = _BatchFacts()
+    focus_on_legacy = False
+    previous: str | None = None
+    for line in lines:
+        if line.role == "assistant":
+            # The assistant's question sets who "she" is in the answer; its claims are not facts.
+            focus_on_legacy = bool(mention.search(line.content)) or focus_on_legacy
+            previous = (split_sentences(line.content) or [previous])[-1]
+            continue
+        if line.role != "user":
+            continue
+        for sentence in split_sentences(line.content):
+            before, previous = previous, sentence
+            correction = bool(_CORRECTION.match(sentence))
+            body = _strip_lead_in(_CORRECTION.sub("", sentence, count=1).strip())
+            if not body:
+                continue
+            subject = _find_subject(body, reference)
+            about_legacy = subject.kind == "legacy" or (
+                subject.kind.startswith("pronoun:") and focus_on_legacy
+                and _pronoun_fits(subject.kind.split(":")[1], legacy)
+            )
+            if subject.kind == "other" and not body.lower().startswith(("i ", "we ")):
+                # Someone else now holds "he"/"she", unless their gender tells them apart
+                # ("Dad fixed the dock. She loved the lake." is still about Mom).
+                focus_on_legacy = (
+                    (focus_on_legacy or bool(mention.search(body)))
+                    and None not in (legacy.gender, subject.gender)
+                    and subject.gender != legacy.gender
+                )
+            elif subject.kind == "legacy" or mention.search(body):
+                focus_on_legacy = True
+            if is_question(sentence) or _HEDGE.search(body):
+                continue
+            if about_legacy:
+                resolved = _resolve_object_pronoun(body, subject.end, before, mention)
+                if resolved is None:
+                    continue
+                content = _rewrite(resolved, subject, legacy.display)
+                if not _says_something(content):
+                    continue
+                fact = ExtractedFact(category=categorize(content), content=content)
+                if fact.content in facts:
+                    continue
+                taken_back = _taken_back(body)
+                if correction and taken_back and any(
+                    taken_back[0] in f.content for _, f in facts.recent()
+                ):
+                    # "She retired in 1994, not 1993": fix the value where it was said.
+                    _apply_correction(facts, body)
+                elif correction:
+                    _replace_similar(facts, fact)
+                else:
+                    facts.put(fact)
+            elif correction and facts.facts:
+                _apply_correction(facts, body)
+    return facts.facts

@@ -1,0 +1,50 @@
+"""The application's own errors: one base class with a code, an HTTP status and a message.
+
+Services and selectors raise these (and Django's ValidationError and PermissionDenied); they
+never raise HTTP errors. The API maps them in memory_site.core.api.exception_handler, the
+pages in memory_site.middleware.ApplicationErrorMiddleware; views do not catch them.
+"""
+
+from typing import Any
+
+
+class ApplicationError(Exception):
+    """A request the application refuses: `code` for programs, `message` for people, `status`
+    for HTTP, and `extra` fields the API adds to its error body."""
+
+    code = "error"
+    status = 400
+    default_message = "The request cannot be done."
+
+    def __init__(self, message: str | None = None, **extra: Any):
+        self.message = message or self.default_message
+        self._extra = extra
+        super().__init__(self.message)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self._extra
+
+
+class NotFound(ApplicationError):
+    """It does not exist, or it is another family's: the two are indistinguishable."""
+
+    code = "not_found"
+    status = 404
+    default_message = "Not found."
+
+
+class Conflict(ApplicationError):
+    """The request conflicts with the current state."""
+
+    code = "conflict"
+    status = 409
+    default_message = "The request conflicts with the current state."
+
+
+class ProviderError(ApplicationError):
+    """A model provider failed; what was saved before the call stays saved."""
+
+    code = "provider_error"
+    status = 502
+    default_message = "The language model failed."

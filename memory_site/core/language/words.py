@@ -1,0 +1,72 @@
+"""Word tables and regular-expression helpers shared by the language rules."""
+
+import re
+from collections.abc import Sequence
+
+# Capitalised words that start sentences or stand for someone, not names.
+NOT_NAMES = frozenset(
+    ["I", "I'm", "I've", "I'd", "I'll", "The", "A", "An", "And", "But", "So", "Then", "When", "Where", "What", "Who", "Why", "How", "Yes", "No", "Oh", "Well", "She", "He", "Her", "His", "They", "Their", "We", "Our", "My", "It", "Its", "This", "That", "There", "Every", "Once", "Actually", "Sorry", "Maybe", "Perhaps", "Always", "Never", "Hi", "Hello", "Thanks", "Thank"]
+)
+
+
+# Kinship words by family. Which family (if any) means the legacy is decided per conversation
+# (see kinship_aliases); a family that does stands for them in every form ("my mom, Rose"
+# makes "Mother" and "Mama" Rose too).
+KIN_FAMILIES: dict[str, tuple[str, ...]] = {
+    "mother": ("mom", "mother", "mum", "mommy", "mummy", "mama", "mamma", "momma", "ma"),
+    "father": ("dad", "father", "daddy", "papa", "pa", "pop", "pops"),
+    "grandmother": ("grandma", "grandmother", "granny", "gran", "nana", "nanna", "nan",
+                    "grandmom", "grandmama"),
+    "grandfather": ("grandpa", "grandfather", "granddad", "grandad", "gramps", "grandpop",
+                    "grandpapa"),
+    "aunt": ("aunt", "auntie", "aunty"),
+    "uncle": ("uncle",),
+    "sister": ("sister", "sis"),
+    "brother": ("brother",),
+    "wife": ("wife",),
+    "husband": ("husband",),
+    "daughter": ("daughter",),
+    "son": ("son",),
+    "cousin": ("cousin",),
+}
+FEMALE_FAMILIES = frozenset(["mother", "grandmother", "aunt", "sister", "wife", "daughter"])
+MALE_FAMILIES = frozenset(["father", "grandfather", "uncle", "brother", "husband", "son"])
+# Without a link to the legacy's name, only a parent or grandparent may be the person being
+# remembered: a sibling, child, spouse, aunt, uncle or cousin the user mentions is far more
+# often someone else in the story ("My husband and I visited her every Sunday").
+UNLINKED_FAMILIES = ("mother", "father", "grandmother", "grandfather")
+FAMILY_OF = {word: family for family, words in KIN_FAMILIES.items() for word in words}
+# Bare and lower-case, these still name the user's own relative ("when mom retired"); other
+# kinship words need "my"/"our" or a capital ("my mother", "Mother"), not "a mother of three".
+NAME_LIKE_KIN = frozenset(["mom", "dad", "mum", "mommy", "mummy", "daddy", "mama", "momma",
+                            "papa", "grandma", "grandpa", "granny", "nana", "nanna", "grandad",
+                            "granddad", "gramps", "grandmom"])
+KIN_TITLES = ("Mrs.", "Mrs", "Mr.", "Mr", "Ms.", "Ms", "Dr.", "Dr",
+              *(word.capitalize() for word in FAMILY_OF))
+OTHER_PEOPLE = (*FAMILY_OF, "friend", "neighbor", "neighbour", "boss", "kid", "children",
+                "niece", "nephew", "grandson", "granddaughter", "parent", "grandparent")
+
+
+def alternation(words: Sequence[str]) -> str:
+    if not words:
+        return "(?!)"  # an empty alternation would match everywhere; this matches nothing
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+
+
+# Patterns that end where a word starts ("my " before "mom", "not " before "a word") match at
+# most 57 characters: their longest words and runs of up to 20 spaces. Searching only the last
+# _LOOKBACK characters before the word finds exactly what searching all the text before it
+# would, in constant time per word instead of time proportional to the text (a 20,000-character
+# message of "mom mom …" took seconds). The search sees the character just before its window,
+# so "\b" and "(?<!…)" at the window's start still work.
+_LOOKBACK = 60
+
+
+def ends_at(pattern: re.Pattern[str], text: str, position: int) -> bool:
+    """Whether `pattern` (anchored with "$") matches text that ends at `position`."""
+    return bool(pattern.search(text, max(0, position - _LOOKBACK), position))
+
+
+KIN_ANY = alternation(list(FAMILY_OF))
+# "Ma'am", "pop music" and "Mother's Day" are not relatives.
+NOT_KIN_AFTER = r"(?!['’]am\b)(?!\s+(?:music|art|songs?|stars?|culture|quiz|corn)\b)(?!['’]s\s+Day\b)"

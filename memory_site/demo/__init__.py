@@ -1,0 +1,1 @@
+"""Demo data written by `manage.py seed_demo`: one module per app, seeded in layer order."""
