@@ -107,9 +107,18 @@ class CommandInputSerializer(serializers.Serializer):
 
 
 class CommandReplySerializer(serializers.Serializer):
+    """A memory_command.CommandReply; a refused command also carries the error format's
+    `detail` (the reply) and `code`."""
+
     reply = serializers.CharField()
-    detail = serializers.CharField(required=False)
+    detail = serializers.CharField(source="reply", required=False)
     code = serializers.CharField(required=False)
+
+    def to_representation(self, answer) -> dict:
+        data = super().to_representation(answer)
+        if answer.status < 400:
+            del data["detail"], data["code"]
+        return data
 
 
 # --- Seed 001's memory document (built from selectors.memory_document) ---

@@ -105,7 +105,7 @@ class ConversationMemoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed or stuck summaries")
     def retry_summaries(self, request, queryset):
-        retried = sum(summarization.memory_retry(memory=memory) for memory in queryset)
+        retried = sum(summarization.rolling_summary_retry(memory=memory) for memory in queryset)
         skipped = queryset.count() - retried
         self.message_user(
             request,

@@ -12,7 +12,7 @@ from agent_memory.models import AgentMemory
 from conversations.checkpoint import new_from_sequence
 from conversations.context import CUT_ORDER, ContextPacket
 from conversations.models import Conversation, ConversationMemory, Message
-from conversations.serializers import MessageSerializer
+from conversations.serializers import ExportSessionStateSerializer, MessageSerializer
 from facts.models import LegacyFact
 from facts.selectors import fact_label
 
@@ -38,7 +38,9 @@ class SearchHitSerializer(serializers.Serializer):
 
 
 class SearchResponseSerializer(serializers.Serializer):
-    results = SearchHitSerializer(many=True)
+    """A retrieval.SearchResult."""
+
+    results = SearchHitSerializer(many=True, source="hits")
     total = serializers.IntegerField(help_text="Units in scope; len(results) == min(k, total).")
     warnings = serializers.ListField(
         child=serializers.CharField(),
@@ -104,15 +106,9 @@ class ContextCutSerializer(serializers.Serializer):
     )
 
 
-class ContextSessionStateSerializer(serializers.Serializer):
+class ContextSessionStateSerializer(ExportSessionStateSerializer):
     """Seed 004's SessionState with the summarisation jobs still running."""
 
-    status = serializers.ChoiceField(choices=Conversation.Status.choices)
-    active_topics = _strings()
-    open_loops = _strings()
-    pending_clarifications = _strings()
-    last_intent = serializers.CharField(allow_blank=True)
-    turn_count = serializers.IntegerField()
     active_job_refs = _strings("`memory:<id>` of each rolling summary being written.")
 
 

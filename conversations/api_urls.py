@@ -20,7 +20,7 @@ urlpatterns = [
     ),
     path(
         "ai/conversations/<uuid:conversation_id>/memory",
-        log.ConversationMemoryListApi.as_view(),
+        log.RollingSummaryListApi.as_view(),
         name="api-conversation-memory",
     ),
     path(

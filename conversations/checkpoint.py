@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.models import Conversation, ConversationMemory, Message
-from conversations.selectors import latest_completed_memory
+from conversations.selectors import latest_completed_rolling_summary
 
 TURN_PREVIEW_WORDS = 24
 
@@ -88,7 +88,7 @@ def last_response_type(conversation: Conversation) -> str | None:
 
 def new_from_sequence(summary: ConversationMemory) -> int:
     """The first message a rolling summary read anew, as
-    conversations.services.summarization.memory_generate reads it: the window may start past
+    conversations.services.summarization.rolling_summary_generate reads it: the window may start past
     the end of its base, when the sliding window moved further than the base reached."""
     base = summary.base_memory
     return max(summary.start_sequence, base.end_sequence + 1) if base else summary.start_sequence
@@ -112,5 +112,5 @@ def checkpoint_snapshot(*, conversation: Conversation) -> Checkpoint:
     return Checkpoint(
         conversation=conversation,
         last_turns=last_turns(conversation=conversation, turns=settings.CHECKPOINT_LAST_TURNS),
-        summary=latest_completed_memory(conversation=conversation),
+        summary=latest_completed_rolling_summary(conversation=conversation),
     )

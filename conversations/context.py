@@ -27,7 +27,7 @@ from conversations import checkpoint, prompt
 from conversations.models import Conversation, ConversationMemory, Message
 from conversations.prompt import Section
 from conversations.retrieval import SearchHit, search_conversations
-from conversations.selectors import latest_completed_memory
+from conversations.selectors import latest_completed_rolling_summary
 from facts.models import LegacyFact
 from facts.selectors import facts_visible_to
 from memory_site.core.ai import count_tokens, truncate_to_tokens
@@ -142,7 +142,7 @@ def context_messages(conversation: Conversation) -> tuple[ConversationMemory | N
     """Seed 002's read: the latest completed summary and the messages after it, or, without a
     summary, the last CONTEXT_RECENT_MESSAGES (seed 000). Only user and assistant messages are
     replayed; tool results live on in the assistant's reply."""
-    summary = latest_completed_memory(conversation=conversation)
+    summary = latest_completed_rolling_summary(conversation=conversation)
     messages = Message.objects.filter(conversation=conversation, role__in=REPLAYED_ROLES)
     if summary is not None:
         return summary, list(messages.filter(sequence__gt=summary.end_sequence).order_by("sequence"))

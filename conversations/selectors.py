@@ -88,7 +88,7 @@ def messages_for_conversation(
 # --- Memory pipelines (jobs and the sweep) ----------------------------------------------------
 
 
-def latest_completed_memory(*, conversation: Conversation) -> ConversationMemory | None:
+def latest_completed_rolling_summary(*, conversation: Conversation) -> ConversationMemory | None:
     """Seed 002's read: the completed summary with the highest end sequence."""
     return (
         ConversationMemory.objects.filter(

@@ -96,6 +96,8 @@ def _strings() -> serializers.ListField:
 
 
 class ExportSessionStateSerializer(serializers.Serializer):
+    """Seed 004's SessionState, as stored on the conversation."""
+
     status = serializers.ChoiceField(choices=Conversation.Status.choices)
     active_topics = _strings()
     open_loops = _strings()

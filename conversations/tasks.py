@@ -40,7 +40,7 @@ def sweep() -> dict:
     """The scheduled safety net: recover stuck summaries, close idle conversations, and
     enqueue every conversation whose summarisation is due and whose backoff has passed, unless
     a job for it is already queued, so that no job is ever lost and none is doubled."""
-    recovered = summarization.memories_recover_stuck()
+    recovered = summarization.rolling_summaries_recover_stuck()
     closed = summarization.conversations_close_idle()
     queued = queued_summarizations()
     due = [str(pk) for pk in

@@ -11,7 +11,6 @@ from conversations.agent_serializers import (
     CheckpointResponseSerializer,
     ContextQuerySerializer,
     ContextResponseSerializer,
-    SearchHitSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
     TurnInputSerializer,
@@ -44,13 +43,7 @@ class LegacySearchApi(APIView):
             query=request.query_params.get("q"), k=request.query_params.get("k")
         )
         result = retrieval.search_conversations(user=request.user, legacy=legacy, query=query, k=k)
-        return Response(
-            {
-                "results": SearchHitSerializer(result.hits, many=True).data,
-                "total": result.total,
-                "warnings": result.warnings,
-            }
-        )
+        return Response(SearchResponseSerializer(result).data)
 
 
 class ConversationContextApi(APIView):

@@ -157,7 +157,7 @@ class MessageListCreateApi(APIView):
         )
 
 
-class ConversationMemoryListApi(APIView):
+class RollingSummaryListApi(APIView):
     pagination_class = paginated("memories")
 
     @extend_schema(

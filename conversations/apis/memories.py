@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agent_memory import commands, selectors, services, tools
+from agent_memory import memory_command, selectors, services, tools
 from agent_memory.serializers import (
     CommandInputSerializer,
     CommandReplySerializer,
@@ -220,8 +220,5 @@ class CommandApi(APIView):
     def post(self, request: Request) -> Response:
         data = CommandInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        answer = commands.command_run(user=request.user, text=data.validated_data["text"])
-        body = {"reply": answer.reply}
-        if answer.status >= 400:
-            body |= {"detail": answer.reply, "code": answer.code}
-        return Response(body, status=answer.status)
+        answer = memory_command.command_run(user=request.user, text=data.validated_data["text"])
+        return Response(CommandReplySerializer(answer).data, status=answer.status)

@@ -88,7 +88,7 @@ class _NothingNew(Exception):
     """Rolls back the claimed row when the latest completed summary already covers the window."""
 
 
-def memory_begin(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
+def rolling_summary_begin(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
     """Claim the conversation's next rolling summary by inserting its `processing` row.
 
     The partial unique index allows one `processing` row per conversation, so of any
@@ -109,7 +109,7 @@ def memory_begin(*, conversation: Conversation, final: bool = False) -> Conversa
             )
             # Read after the insert: a summary that completed while we were inserting is seen
             # here, so it is never redone.
-            base = selectors.latest_completed_memory(conversation=conversation)
+            base = selectors.latest_completed_rolling_summary(conversation=conversation)
             if base is not None and base.end_sequence >= end:
                 raise _NothingNew
             memory.base_memory = base
@@ -123,7 +123,7 @@ def memory_begin(*, conversation: Conversation, final: bool = False) -> Conversa
     return memory
 
 
-def memory_generate(*, memory: ConversationMemory) -> ConversationMemory:
+def rolling_summary_generate(*, memory: ConversationMemory) -> ConversationMemory:
     """Fill a `processing` row from its base memory and the messages after it; `completed`
     with the text and timing, or `failed` with the error. Never raises for a provider error."""
     conversation = memory.conversation
@@ -162,15 +162,15 @@ def memory_generate(*, memory: ConversationMemory) -> ConversationMemory:
     return memory
 
 
-def memory_summarize(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
+def rolling_summary_update(*, conversation: Conversation, final: bool = False) -> ConversationMemory | None:
     """Seed 002's trigger and background summarisation in one: claim, then generate."""
-    memory = memory_begin(conversation=conversation, final=final)
+    memory = rolling_summary_begin(conversation=conversation, final=final)
     if memory is None:
         return None
-    return memory_generate(memory=memory)
+    return rolling_summary_generate(memory=memory)
 
 
-def memories_recover_stuck() -> int:
+def rolling_summaries_recover_stuck() -> int:
     """Mark `processing` rows older than MEMORY_PROCESSING_TIMEOUT_SECONDS failed (their worker
     died), so that the next trigger redoes their window. Returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.MEMORY_PROCESSING_TIMEOUT_SECONDS)
@@ -185,7 +185,7 @@ def memories_recover_stuck() -> int:
     return count
 
 
-def memory_retry(*, memory: ConversationMemory) -> bool:
+def rolling_summary_retry(*, memory: ConversationMemory) -> bool:
     """Support staff's retry of a failed or stuck summary: a stuck row is marked failed, and
     its conversation's summarisation runs again (from the latest completed summary).
 
@@ -323,7 +323,7 @@ def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool =
     if retry.summary is not None and retry.summary > now:
         logger.debug("Summarizing %s is backing off until %s", conversation.pk, retry.summary)
     else:
-        memory = memory_summarize(conversation=conversation, final=final)
+        memory = rolling_summary_update(conversation=conversation, final=final)
     chunks: list[ConversationChunk] = []
     if retry.archive is not None and retry.archive > now:
         logger.debug("Archiving %s is backing off until %s", conversation.pk, retry.archive)

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
-from agent_memory.commands import CommandReply, command_run, is_memory_command
+from agent_memory.memory_command import CommandReply, command_run, is_memory_command
 from agent_memory.services import memory_write_scope
 from agent_memory.tools import tool_definitions, tool_execute
 from conversations.context import ContextPacket, build_context

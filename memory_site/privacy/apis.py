@@ -181,4 +181,6 @@ class MyDataApi(APIView):
     )
     def delete(self, request: Request) -> Response:
         counts = user_data_erase(user=request.user)
-        return Response({"erased": counts, "account_kept": request.user.get_username()})
+        return Response(
+            ErasedSerializer({"erased": counts, "account_kept": request.user.get_username()}).data
+        )

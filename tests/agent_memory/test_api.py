@@ -10,19 +10,11 @@ from tests.factories import ConversationFactory, MessageFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice():
-    return UserFactory(username="alice")
-
 
 @pytest.fixture
 def bob():
     return UserFactory(username="bob")
 
-
-@pytest.fixture
-def client(alice):
-    return api_client_for(alice)
 
 
 def _create(client, **body):

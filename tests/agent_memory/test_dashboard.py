@@ -13,10 +13,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def alice():
-    return UserFactory(username="alice")
-
 
 @pytest.fixture
 def web(client, alice):

@@ -18,11 +18,6 @@ from tests.factories import ConversationFactory, MessageFactory, UserFactory
 from tests.support.prompt import memory_block
 
 
-@pytest.fixture
-def alice(db):
-    return UserFactory(username="alice")
-
-
 def _tokens_without(user, *memory_ids):
     memories = [m for m in selectors.document_memories(user) if m.pk not in memory_ids]
     return document_token_count(memories=memories, places=list(selectors.document_places(user)))

@@ -7,7 +7,7 @@ import yaml
 from django.test import Client
 
 from agent_memory import services
-from agent_memory.commands import USAGE
+from agent_memory.memory_command import USAGE
 from agent_memory.models import AgentMemory
 from agent_memory.services import memory_create
 from conversations.models import ConversationMemory, Message
@@ -258,14 +258,6 @@ USAGE = (
 )
 
 
-@pytest.fixture
-def alice():
-    return UserFactory(username="alice")
-
-
-@pytest.fixture
-def client(alice):
-    return api_client_for(alice)
 
 
 @pytest.fixture

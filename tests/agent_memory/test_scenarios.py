@@ -3,21 +3,12 @@
 import pytest
 
 from agent_memory.models import AgentMemory
-from tests.conftest import api_client_for
-from tests.factories import ConversationFactory, LegacyFactory, UserFactory
+from tests.factories import ConversationFactory, LegacyFactory
 from tests.support.prompt import memory_block, places_block
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice():
-    return UserFactory(username="alice")
-
-
-@pytest.fixture
-def client(alice):
-    return api_client_for(alice)
 
 
 @pytest.fixture

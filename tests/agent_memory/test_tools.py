@@ -6,20 +6,11 @@ import pytest
 
 from agent_memory import tools
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
-from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice():
-    return UserFactory(username="alice")
-
-
-@pytest.fixture
-def client(alice):
-    return api_client_for(alice)
 
 
 def _rows():

@@ -103,7 +103,7 @@ def test_admin_lists_failed_and_stuck_and_retries_them(staff_client, conversatio
     failed = ConversationMemoryFactory(
         conversation=conversation, start_sequence=0, end_sequence=7, status="failed",
         error="LLMError: boom")
-    stuck = summarization.memory_begin(conversation=conversation)
+    stuck = summarization.rolling_summary_begin(conversation=conversation)
     ConversationMemory.objects.filter(pk=stuck.pk).update(
         created_at=stuck.created_at - timedelta(minutes=10))
     done = ConversationMemoryFactory(
@@ -123,13 +123,13 @@ def test_admin_lists_failed_and_stuck_and_retries_them(staff_client, conversatio
     assert "Retrying 2 summaries; 1 skipped" in response.content.decode()
     stuck.refresh_from_db()
     assert stuck.status == "failed"
-    latest = selectors.latest_completed_memory(conversation=conversation)
+    latest = selectors.latest_completed_rolling_summary(conversation=conversation)
     assert (latest.end_sequence, latest.base_memory_id) == (7, done.pk)
 
 
 def test_admin_retry_leaves_a_running_summary_alone(staff_client, conversation):
     _messages(conversation, 8)
-    running = summarization.memory_begin(conversation=conversation)
+    running = summarization.rolling_summary_begin(conversation=conversation)
     response = staff_client.post("/admin/conversations/conversationmemory/", {
         "action": "retry_summaries", "_selected_action": [str(running.pk)]}, follow=True)
     assert "Retrying 0 summaries; 1 skipped" in response.content.decode()

@@ -93,16 +93,16 @@ def test_rolling_summary_logs_as_the_seed_lists(conversation, caplog,
     assert f"Summarized messages 2-15 for {conversation.pk} in " in text
     assert f"Sliding window: dropping seq 0-1 for {conversation.pk}" in text
     assert "status updated to completed" in text
-    assert summarization.memory_summarize(conversation=conversation) is None
+    assert summarization.rolling_summary_update(conversation=conversation) is None
     assert f"No new messages to summarize for {conversation.pk}" in caplog.text
 
 
 def test_second_claim_while_processing_is_refused(conversation, caplog):
     import_messages(conversation, 8)
     caplog.set_level("DEBUG", logger="conversations.services.summarization")
-    first = summarization.memory_begin(conversation=conversation)
+    first = summarization.rolling_summary_begin(conversation=conversation)
     assert first.status == "processing"
-    assert summarization.memory_begin(conversation=conversation) is None
+    assert summarization.rolling_summary_begin(conversation=conversation) is None
     assert f"Summarization already in progress for {conversation.pk}" in caplog.text
     assert ConversationMemory.objects.filter(status="processing").count() == 1
 
@@ -233,11 +233,11 @@ def test_a_failed_rolling_summary_is_marked_and_redone(conversation, settings, o
     settings.LLM_BASE_URL = openai_server.base_url
     settings.LLM_MAX_RETRIES = 0
     openai_server.error(500)
-    failed = summarization.memory_summarize(conversation=conversation)
+    failed = summarization.rolling_summary_update(conversation=conversation)
     assert failed.status == "failed" and "LLMError" in failed.error
     assert failed.generation_time_ms is not None and failed.memory_text == ""
     openai_server.chat_json({"summary": "Rose was a nurse."})
-    redone = summarization.memory_summarize(conversation=conversation)
+    redone = summarization.rolling_summary_update(conversation=conversation)
     assert (redone.status, redone.memory_text, redone.start_sequence, redone.end_sequence) == (
         "completed", "Rose was a nurse.", 0, 7)
     assert not ConversationMemory.objects.filter(status="processing").exists()
@@ -264,7 +264,7 @@ def test_close_archives_the_tail_and_writes_the_final_summary(conversation,
     assert conversation.status == "shutdown_clean" and conversation.closed_at is not None
     assert list(ConversationChunk.objects.values_list("message_range_start", "message_range_end")
                 ) == [(0, 4)]
-    memory = selectors.latest_completed_memory(conversation=conversation)
+    memory = selectors.latest_completed_rolling_summary(conversation=conversation)
     assert (memory.start_sequence, memory.end_sequence) == (0, 3)
 
 
@@ -276,18 +276,18 @@ def test_sweep_is_scheduled():
 
 def test_sweep_recovers_stuck_rows_and_redoes_them(conversation):
     import_messages(conversation, 8)
-    stuck = summarization.memory_begin(conversation=conversation)
+    stuck = summarization.rolling_summary_begin(conversation=conversation)
     ConversationMemory.objects.filter(pk=stuck.pk).update(
         created_at=stuck.created_at - timedelta(minutes=6))
     assert tasks.sweep() == {"recovered": 1, "closed": 0, "enqueued": 1, "already_queued": 0}
     stuck.refresh_from_db()
     assert (stuck.status, stuck.error) == ("failed", summarization.STUCK_ERROR)
-    assert selectors.latest_completed_memory(conversation=conversation).end_sequence == 7
+    assert selectors.latest_completed_rolling_summary(conversation=conversation).end_sequence == 7
 
 
 def test_sweep_leaves_a_recent_processing_row_alone(conversation):
     import_messages(conversation, 8)
-    running = summarization.memory_begin(conversation=conversation)
+    running = summarization.rolling_summary_begin(conversation=conversation)
     assert tasks.sweep()["recovered"] == 0
     running.refresh_from_db()
     assert running.status == "processing"
@@ -298,7 +298,7 @@ def test_sweep_finds_conversations_whose_job_was_lost(conversation):
     import_messages(conversation, 45)
     assert tasks.sweep()["enqueued"] == 1
     assert ConversationChunk.objects.count() == 1
-    assert selectors.latest_completed_memory(conversation=conversation).end_sequence == 44
+    assert selectors.latest_completed_rolling_summary(conversation=conversation).end_sequence == 44
     assert tasks.sweep()["enqueued"] == 0
 
 

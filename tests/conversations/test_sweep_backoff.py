@@ -75,7 +75,7 @@ def test_an_outage_costs_a_bounded_number_of_attempts_then_the_conversation_catc
     settings.LLM_PROVIDER = "extractive"  # the provider is back
     # The next attempt is due an hour after the last one (minute 363).
     assert sweep_every_minute(60) == [3]
-    assert selectors.latest_completed_memory(conversation=conversation).end_sequence == 44
+    assert selectors.latest_completed_rolling_summary(conversation=conversation).end_sequence == 44
     assert list(ConversationChunk.objects.values_list("message_range_start", "message_range_end")
                 ) == [(0, 20)]
     conversation.refresh_from_db()
@@ -144,7 +144,7 @@ def test_a_queued_job_is_not_queued_again(conversation, settings):
     package.delete()
     assert queue.queued_summarizations() == set()
     assert tasks.sweep() == {"recovered": 0, "closed": 0, "enqueued": 0, "already_queued": 0}
-    assert selectors.latest_completed_memory(conversation=conversation).end_sequence == 44
+    assert selectors.latest_completed_rolling_summary(conversation=conversation).end_sequence == 44
     assert ConversationChunk.objects.count() == 1
 
 
@@ -159,7 +159,7 @@ def test_a_job_of_the_sweep_skips_what_is_backing_off(
     assert len(outage.calls("chat")) == 2
     # A staff retry, like a new message, tries at once.
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.memory_retry(memory=ConversationMemory.objects.get()) is True
+        assert services.rolling_summary_retry(memory=ConversationMemory.objects.get()) is True
     assert len(outage.calls("chat")) == 4
 
 

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from agent_memory import services as memory_services
-from agent_memory.commands import command_run
+from agent_memory.memory_command import command_run
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
 from conversations import services as conversation_services
 from conversations.models import Conversation, Message

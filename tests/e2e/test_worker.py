@@ -45,7 +45,7 @@ def test_fifty_concurrent_triggers_make_one_processing_row_and_one_call(settings
             barrier.wait()
             for _ in range(TRIGGERS // THREADS):
                 fresh = Conversation.objects.select_related("legacy").get(pk=conversation.pk)
-                memory = summarization.memory_summarize(conversation=fresh)
+                memory = summarization.rolling_summary_update(conversation=fresh)
                 with lock:
                     results.append(memory)
         except BaseException as exc:  # noqa: BLE001 - reported below
