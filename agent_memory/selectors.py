@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
@@ -123,6 +124,31 @@ def places_for_user(user: AbstractBaseUser) -> QuerySet[Place]:
         )
         .order_by("added_at", "place_id")
     )
+
+
+def places_with_mentions_for_user(user: AbstractBaseUser) -> QuerySet[Place]:
+    """The places page: the user's places, oldest first, with their mentions (newest first)
+    and the conversation and message of each."""
+    return places_for_user(user).prefetch_related(
+        Prefetch(
+            "mentions",
+            queryset=PlaceMention.objects.filter(conversation__isnull=False)
+            .select_related("conversation", "message")
+            .order_by("-mentioned_at", "id"),
+        )
+    )
+
+
+def place_by_pk_for_user(*, user: AbstractBaseUser, pk: object) -> Place:
+    """One of the user's places by its row id, with its mentions as the places page shows
+    them; NotFound for anyone else's or an unknown id."""
+    try:
+        place = places_with_mentions_for_user(user).filter(pk=pk).first()
+    except (ValidationError, ValueError):
+        raise NotFound() from None
+    if place is None:
+        raise NotFound()
+    return place
 
 
 def place_for_user(*, user: AbstractBaseUser, place_id: str) -> Place | None:

@@ -260,6 +260,46 @@ def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
     return last.content if last else ""
 
 
+def memory_restore(
+    *, user: AbstractBaseUser, memory: AgentMemory, version_number: int | None = None
+) -> MemoryUpdate:
+    """Bring a deleted (or evicted) memory back: a new version with the content of
+    `version_number` (default: its last), so history is added to, never rewritten.
+
+    NotFound when it is not a deleted memory of the user (or has no such version);
+    SubjectConflict when an active memory of the user now holds its subject. Then applies the
+    token budget, which never evicts the restored memory.
+    """
+    with transaction.atomic():
+        _lock_user(user)
+        row = AgentMemory.objects.filter(
+            pk=memory.pk, user=user, deleted_at__isnull=False
+        ).first()
+        if row is None:
+            raise NotFound()
+        if row.subject:
+            existing = selectors.active_memory_with_subject(user=user, subject=row.subject)
+            if existing is not None:
+                raise SubjectConflict(existing)
+        versions = AgentMemoryVersion.objects.filter(memory_id=row.pk).order_by("-version_number")
+        last = versions.first()
+        chosen = last if version_number is None else versions.filter(
+            version_number=version_number
+        ).first()
+        if last is None or chosen is None:
+            raise NotFound()
+        AgentMemoryVersion.objects.create(
+            memory_id=row.pk, version_number=last.version_number + 1, content=chosen.content
+        )
+        AgentMemory.objects.filter(pk=row.pk).update(deleted_at=None, evicted_at=None)
+        _remember_added(row.pk)
+        memory_enforce_token_limit(user=user, protected_ids={row.pk})
+    logger.info("memory %s of user %s restored from version %d", row.pk, user.pk,
+                chosen.version_number)
+    return MemoryUpdate(memory=row, old_content=last.content, new_content=chosen.content,
+                        version=last.version_number + 1)
+
+
 def memory_enforce_token_limit(
     *, user: AbstractBaseUser, protected_ids: Iterable[str] = ()
 ) -> list[str]:
@@ -391,6 +431,44 @@ def place_mention_add(
         )
         memory_enforce_token_limit(user=user)
     return mention
+
+
+def place_mentions_delete_for_conversation(*, conversation: Model) -> int:
+    """Delete every mention of a place in a conversation that is being deleted (passed in by
+    the app above, as its row); the places stay, with their other mentions and notes.
+    Returns how many."""
+    with transaction.atomic():
+        _, deleted = PlaceMention.objects.filter(conversation=conversation).delete()
+    return deleted.get(PlaceMention._meta.label, 0)
+
+
+def place_update_notes(*, user: AbstractBaseUser, place: Place, notes: object) -> Place:
+    """The user's own notes on one of their places (empty clears them); the name, id and
+    mentions stay. NotFound for anyone else's place."""
+    errors: dict[str, list[str]] = {}
+    clean_notes = _clean_place_text(notes, "notes", errors, required=False,
+                                    max_chars=settings.MEMORY_CONTENT_MAX_CHARS)
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        _lock_user(user)
+        if not Place.objects.filter(pk=place.pk, user=user).update(notes=clean_notes):
+            raise NotFound()
+        memory_enforce_token_limit(user=user)
+    place.notes = clean_notes
+    return place
+
+
+def place_delete(*, user: AbstractBaseUser, place: Place) -> str:
+    """Delete one of the user's places with its mentions: it leaves the prompt, the memory
+    document and the places page. Returns its name; NotFound for anyone else's place."""
+    with transaction.atomic():
+        _lock_user(user)
+        deleted, _ = Place.objects.filter(pk=place.pk, user=user).delete()
+        if not deleted:
+            raise NotFound()
+    logger.info("place %s of user %s deleted", place.pk, user.pk)
+    return place.name
 
 
 # --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------

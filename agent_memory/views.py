@@ -1,18 +1,22 @@
-"""Dashboard pages of agent memories: the list by category, version history, delete (htmx)."""
+"""Dashboard pages of agent memories (the list by category, add, edit, delete, history, restore)
+and of places of interest (list, notes, delete), server-rendered with htmx in place."""
 
 from difflib import SequenceMatcher
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from agent_memory import selectors, services
-from agent_memory.models import AgentMemory
+from agent_memory.forms import MemoryEditForm, MemoryForm, PlaceNotesForm, add_service_errors
+from agent_memory.models import AgentMemory, Place
 
 
 def word_diff(old: str, new: str) -> SafeString:
@@ -110,3 +114,167 @@ def memory_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
         )
     messages.success(request, confirmation)
     return redirect(_list_url())
+
+
+def _form_status(request: HttpRequest, status: int) -> int:
+    # htmx swaps only 2xx answers: an inline error goes back as 200 to htmx.
+    return 200 if request.htmx else status
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_add(request: HttpRequest) -> HttpResponse:
+    """Add a memory by hand, with the API's rules: a subject already held by an active memory
+    is a 409 with a link to update that one instead."""
+    form = MemoryForm(request.POST or None)
+    conflict = None
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                memory = services.memory_create(user=request.user, **form.cleaned_data)
+            except ValidationError as exc:
+                add_service_errors(form, exc)
+            except services.SubjectConflict as exc:
+                conflict = exc.memory
+                form.add_error("subject", "You already have a memory about this subject.")
+                status = 409
+            else:
+                confirmation = f"Remembered: '{form.cleaned_data['content']}'."
+                if request.htmx:
+                    # The button comes back in the form's place, the sections out of band.
+                    return render(request, "agent_memory/_memory_added.html",
+                                  _sections_context(request, confirmation=confirmation))
+                messages.success(request, confirmation)
+                return redirect(_list_url(memory.pk))
+    template = "agent_memory/_memory_form.html" if request.htmx else "agent_memory/memory_add.html"
+    return render(request, template, {"form": form, "conflict": conflict},
+                  status=_form_status(request, status))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_edit(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Correct a memory in place: the new text is version n+1, the old one stays in its
+    history. htmx swaps the card for the form and back."""
+    memory = selectors.active_memory_for_user(user=request.user, memory_id=memory_id)
+    form = MemoryEditForm(request.POST or None, initial={"content": memory.content})
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                services.memory_update(user=request.user, memory=memory,
+                                       content=form.cleaned_data["content"])
+            except ValidationError as exc:
+                add_service_errors(form, exc)
+            else:
+                if request.htmx:
+                    memory = selectors.active_memory_for_user(user=request.user,
+                                                              memory_id=memory.pk)
+                    return render(request, "agent_memory/_memory_card.html",
+                                  {"memory": memory, "updated": True})
+                messages.success(request, "Updated: the earlier text stays in its history.")
+                return redirect(_list_url(memory.pk))
+    template = (
+        "agent_memory/_memory_edit.html" if request.htmx else "agent_memory/memory_edit_page.html"
+    )
+    return render(request, template, {"memory": memory, "form": form},
+                  status=_form_status(request, status))
+
+
+@login_required
+@require_POST
+def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Bring a deleted memory back from its history page, as a new version (of its last text,
+    or of the version asked for)."""
+    memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
+    raw_version = request.POST.get("version", "")
+    version = int(raw_version) if raw_version.isdigit() else None
+    history = reverse("agent_memory:memory_history", args=[memory.pk])
+    try:
+        update = services.memory_restore(user=request.user, memory=memory,
+                                         version_number=version)
+    except services.SubjectConflict as exc:
+        return render(
+            request, "agent_memory/memory_history.html",
+            {"memory": memory, "timeline": timeline(memory), "conflict": exc.memory},
+            status=_form_status(request, 409),
+        )
+    messages.success(request, f"Restored as version {update.version}: '{update.new_content}'.")
+    return HttpResponseClientRedirect(history) if request.htmx else redirect(history)
+
+
+# --- Places of interest (seed 001) -------------------------------------------------------------
+
+
+def _places_url(place: Place | None = None) -> str:
+    url = reverse("agent_memory:place_list")
+    return f"{url}#place-{place.pk}" if place else url
+
+
+@login_required
+@require_GET
+def place_list(request: HttpRequest) -> HttpResponse:
+    """My places of interest with their notes and the conversations that mention each."""
+    return render(request, "agent_memory/place_list.html",
+                  {"places": selectors.places_with_mentions_for_user(request.user)})
+
+
+@login_required
+@require_GET
+def place_card(request: HttpRequest, place_pk: str) -> HttpResponse:
+    """One place's card (what "Cancel" goes back to); without htmx, the list at that card."""
+    place = selectors.place_by_pk_for_user(user=request.user, pk=place_pk)
+    if request.htmx:
+        return render(request, "agent_memory/_place_card.html", {"place": place})
+    return redirect(_places_url(place))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def place_edit(request: HttpRequest, place_pk: str) -> HttpResponse:
+    """Edit a place's notes; htmx swaps the card for the form and back."""
+    place = selectors.place_by_pk_for_user(user=request.user, pk=place_pk)
+    form = PlaceNotesForm(request.POST or None, initial={"notes": place.notes})
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                services.place_update_notes(user=request.user, place=place,
+                                            notes=form.cleaned_data["notes"])
+            except ValidationError as exc:
+                add_service_errors(form, exc)
+            else:
+                if request.htmx:
+                    place = selectors.place_by_pk_for_user(user=request.user, pk=place.pk)
+                    return render(request, "agent_memory/_place_card.html",
+                                  {"place": place, "updated": True})
+                messages.success(request, f"Notes on {place.name} saved.")
+                return redirect(_places_url(place))
+    template = (
+        "agent_memory/_place_edit.html" if request.htmx else "agent_memory/place_edit_page.html"
+    )
+    return render(request, template, {"place": place, "form": form},
+                  status=_form_status(request, status))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def place_delete(request: HttpRequest, place_pk: str) -> HttpResponse:
+    """Asks for confirmation (GET), then deletes the place and its mentions (POST)."""
+    place = selectors.place_by_pk_for_user(user=request.user, pk=place_pk)
+    if request.method == "GET":
+        template = (
+            "agent_memory/_place_delete.html" if request.htmx
+            else "agent_memory/place_delete_page.html"
+        )
+        return render(request, template, {"place": place})
+    name = services.place_delete(user=request.user, place=place)
+    confirmation = f"Deleted the place “{name}”: the assistant no longer sees it."
+    if request.htmx:
+        return render(request, "agent_memory/_place_deleted.html", {"confirmation": confirmation})
+    messages.success(request, confirmation)
+    return redirect(_places_url())

@@ -4,6 +4,7 @@ memory-history.png."""
 
 import re
 from datetime import UTC, datetime, timedelta
+from itertools import chain, count
 
 import pytest
 from playwright.sync_api import expect
@@ -30,7 +31,8 @@ def _fix_times_for_screenshots(start: datetime) -> None:
 @pytest.fixture
 def memories(monkeypatch):
     """Alice's memories: Rose in three versions, a project, a preference, one deleted."""
-    ids = iter(["R0seWhit", "Alb90thB", "Short4ns", "CallAlly", "BobsMem1"])
+    ids = chain(["R0seWhit", "Alb90thB", "Short4ns", "CallAlly", "BobsMem1"],
+                (f"Added{n:03d}" for n in count()))
     monkeypatch.setattr(services, "generate_short_id", lambda: next(ids))
     alice = UserFactory(username="alice")
     conversation = ConversationFactory(
@@ -147,3 +149,64 @@ def test_another_user_s_memory_is_not_found_in_the_browser(browser, live_server,
     response = page.goto(f"{live_server.url}/memories/{bob_memory.pk}")
     assert response.status == 404
     expect(page.get_by_text("Bob's private memory")).to_have_count(0)
+
+
+def test_add_correct_and_restore_a_memory_in_the_browser(browser, live_server, memories,
+                                                         save_screenshot):
+    alice = memories["alice"]
+    page = sign_in(browser, live_server, "alice")
+    page.goto(f"{live_server.url}/memories")
+    # Add, in place: the form replaces the button; a subject already held says where to go.
+    page.get_by_role("link", name="Add a memory").click()
+    form = page.locator("#memory-add")
+    form.get_by_label("Category").select_option("person")
+    form.get_by_label("Subject").fill("rose")
+    form.get_by_label("Content").fill("Rose was a nurse")
+    form.get_by_role("button", name="Remember").click()
+    expect(form.locator(".conflict")).to_contain_text("“Rose” is already a memory")
+    expect(form.get_by_role("link", name="update it instead")).to_have_attribute(
+        "href", f"/memories/{memories['rose'].pk}/edit"
+    )
+    form.get_by_label("Subject").fill("Margaret")
+    form.get_by_label("Content").fill("Margaret is Rose's youngest sister")
+    save_screenshot(page, "memory-add.png")
+    form.get_by_role("button", name="Remember").click()
+    expect(page.get_by_role("status")).to_have_text("Remembered: 'Margaret is Rose's youngest sister'.")
+    expect(page.get_by_role("link", name="Add a memory")).to_be_visible()
+    added = AgentMemory.objects.get(user=alice, subject="Margaret")
+    expect(page.locator(f"#memory-{added.pk}")).to_contain_text("Margaret is Rose's youngest sister")
+
+    # Correct in place: a new version, the old text in the history.
+    card = page.locator(f"#memory-{added.pk}")
+    card.get_by_role("link", name="Edit").click()
+    card.get_by_label("Content").fill("Margaret is Rose's youngest sister, born in 1938")
+    card.get_by_role("button", name="Save").click()
+    expect(card).to_contain_text("born in 1938")
+    expect(card).to_contain_text("Updated: version 2")
+    assert AgentMemoryVersion.objects.filter(memory=added).count() == 2
+
+    # Restore a deleted memory from its history page.
+    page.goto(f"{live_server.url}/memories/{memories['ally'].pk}")
+    page.get_by_role("button", name="Restore this memory").click()
+    expect(page.locator(".flash")).to_contain_text("Restored as version 2")
+    expect(page.locator(".memory-status")).to_contain_text("Active")
+    assert AgentMemory.objects.get(pk=memories["ally"].pk).deleted_at is None
+
+
+def test_without_javascript_a_memory_is_added_and_edited(browser, live_server, memories):
+    page = sign_in(browser, live_server, "alice", java_script_enabled=False)
+    page.goto(f"{live_server.url}/memories")
+    page.get_by_role("link", name="Add a memory").click()
+    page.get_by_label("Category").select_option("context")
+    page.get_by_label("Content").fill("Alice lives in Columbus")
+    page.get_by_role("button", name="Remember").click()
+    expect(page.locator(".flash")).to_contain_text("Remembered: 'Alice lives in Columbus'.")
+    added = AgentMemory.objects.get(user=memories["alice"], category="context")
+    page.locator(f"#memory-{added.pk}").get_by_role("link", name="Edit").click()
+    # Blank after trimming: past the browser's own `required` check, refused by the server.
+    page.get_by_label("Content").fill("   ")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".field-error")).to_be_visible()
+    page.get_by_label("Content").fill("Alice lives in Dayton")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(f"#memory-{added.pk}")).to_contain_text("Alice lives in Dayton")
