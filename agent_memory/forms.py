@@ -20,6 +20,10 @@ class MemoryEditForm(forms.Form):
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=True)
 
 
+class RestoreForm(forms.Form):
+    version = forms.IntegerField(required=False, min_value=1)
+
+
 class PlaceNotesForm(forms.Form):
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), strip=True)
 

@@ -12,10 +12,15 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from agent_memory import selectors, services
-from agent_memory.forms import MemoryEditForm, MemoryForm, PlaceNotesForm, add_service_errors
+from agent_memory.forms import (
+    MemoryEditForm,
+    MemoryForm,
+    PlaceNotesForm,
+    RestoreForm,
+    add_service_errors,
+)
 from agent_memory.models import AgentMemory, Place
 
 
@@ -190,20 +195,19 @@ def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
     """Bring a deleted memory back from its history page, as a new version (of its last text,
     or of the version asked for)."""
     memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
-    raw_version = request.POST.get("version", "")
-    version = int(raw_version) if raw_version.isdigit() else None
-    history = reverse("agent_memory:memory_history", args=[memory.pk])
+    form = RestoreForm(request.POST)
+    page = {"memory": memory, "timeline": timeline(memory)}
+    if not form.is_valid():
+        return render(request, "agent_memory/memory_history.html", {**page, "form": form},
+                      status=400)
     try:
         update = services.memory_restore(user=request.user, memory=memory,
-                                         version_number=version)
+                                         version_number=form.cleaned_data["version"])
     except services.SubjectConflict as exc:
-        return render(
-            request, "agent_memory/memory_history.html",
-            {"memory": memory, "timeline": timeline(memory), "conflict": exc.memory},
-            status=_form_status(request, 409),
-        )
+        return render(request, "agent_memory/memory_history.html",
+                      {**page, "conflict": exc.memory}, status=409)
     messages.success(request, f"Restored as version {update.version}: '{update.new_content}'.")
-    return HttpResponseClientRedirect(history) if request.htmx else redirect(history)
+    return redirect("agent_memory:memory_history", memory_id=memory.pk)
 
 
 # --- Places of interest (seed 001) -------------------------------------------------------------

@@ -1,19 +1,49 @@
-"""System checks that the job queue's limits fit the summarisation pipeline's worst case."""
+"""System checks that the job queue's limits fit the summarisation pipeline's worst case:
+one deadline per job step, computed from the provider timeouts, attempts and backoff."""
 
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+# The providers' cap on one backoff wait (memory_site.core.ai.openai_llm, embeddings).
+MAX_BACKOFF_SECONDS = 30.0
+
+
+def _backoff_seconds(base: float, attempts: int) -> float:
+    """The waits between `attempts` tries: base, 2×base, 4×base…, each at most 30 s."""
+    return sum(min(base * 2**n, MAX_BACKOFF_SECONDS) for n in range(attempts - 1))
+
+
+def worst_case_llm_call_seconds() -> float:
+    """One model call when every attempt times out: attempts × timeout plus the backoff (the
+    provider retries transient errors and malformed output within the same attempts)."""
+    if settings.LLM_PROVIDER == "extractive":
+        return 0.0
+    attempts = settings.LLM_MAX_RETRIES + 1
+    return (settings.LLM_TIMEOUT_SECONDS * attempts
+            + _backoff_seconds(settings.LLM_RETRY_BACKOFF_SECONDS, attempts))
+
+
+def worst_case_embedding_call_seconds() -> float:
+    if settings.EMBEDDING_PROVIDER == "hashing":
+        return 0.0
+    attempts = settings.EMBEDDING_MAX_RETRIES + 1
+    return (settings.EMBEDDING_TIMEOUT_SECONDS * attempts
+            + _backoff_seconds(settings.EMBEDDING_RETRY_BACKOFF_SECONDS, attempts))
+
 
 def worst_case_batch_seconds() -> float:
-    """How long one archive batch can take when every provider call times out and retries."""
-    seconds = 5.0  # the offline providers and the database work of a batch
-    if settings.LLM_PROVIDER != "extractive":
-        attempts = settings.LLM_MAX_RETRIES + 1
-        backoff = sum(settings.LLM_RETRY_BACKOFF_SECONDS * 2**n for n in range(attempts - 1))
-        seconds += settings.LLM_TIMEOUT_SECONDS * attempts + backoff
-    if settings.EMBEDDING_PROVIDER != "hashing":
-        seconds += settings.EMBEDDING_TIMEOUT_SECONDS * (settings.EMBEDDING_MAX_RETRIES + 1)
-    return seconds
+    """How long one archive batch can take when every provider call times out and retries:
+    one model call and one embedding call, plus the offline and database work."""
+    return 5.0 + worst_case_llm_call_seconds() + worst_case_embedding_call_seconds()
+
+
+def worst_case_job_seconds() -> float:
+    """A summarisation job: the rolling summary (one model call) counts towards the job's time
+    budget, no batch starts after it, and the last batch may then take its worst case."""
+    return max(
+        settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS + worst_case_batch_seconds(),
+        5.0 + worst_case_llm_call_seconds(),
+    )
 
 
 @register()
@@ -27,14 +57,17 @@ def check_job_limits(app_configs, **kwargs) -> list:
             "worker.", id="conversations.E001",
         ))
         return problems
-    longest_job = settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS + worst_case_batch_seconds()
+    longest_job = worst_case_job_seconds()
     if longest_job >= timeout:
-        problems.append(Warning(
-            f"A summarisation job may run {longest_job:.0f}s (time budget plus one batch with "
-            f"every provider timeout and retry) but Q_TIMEOUT is {timeout}s.",
-            hint="Raise Q_TIMEOUT (and Q_RETRY) or lower SUMMARIZATION_JOB_TIME_BUDGET_SECONDS "
-            "or the provider timeouts.",
-            id="conversations.W001",
+        problems.append(Error(
+            f"A summarisation job may run {longest_job:.0f}s (its time budget plus one batch "
+            f"with every provider call timing out on every attempt: "
+            f"{worst_case_llm_call_seconds():.0f}s per model call, "
+            f"{worst_case_embedding_call_seconds():.0f}s per embedding call) but Q_TIMEOUT is "
+            f"{timeout}s: the worker would be killed mid-step.",
+            hint="Raise Q_TIMEOUT (and Q_RETRY, and MEMORY_PROCESSING_TIMEOUT_SECONDS above it) "
+            "or lower SUMMARIZATION_JOB_TIME_BUDGET_SECONDS, the provider timeouts or retries.",
+            id="conversations.E002",
         ))
     if timeout >= settings.MEMORY_PROCESSING_TIMEOUT_SECONDS:
         problems.append(Warning(

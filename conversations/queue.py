@@ -4,8 +4,11 @@ the jobs (which import the services)."""
 from uuid import UUID
 
 from django.conf import settings
+from django_q.brokers import get_broker
+from django_q.brokers.redis_broker import Redis as RedisBroker
 from django_q.conf import Conf
 from django_q.models import OrmQ
+from django_q.signing import BadSignature, SignedPackage
 from django_q.tasks import async_task
 
 SUMMARIZE_TASK = "conversations.tasks.summarize_conversation"
@@ -29,18 +32,33 @@ def enqueue_summarization(*, conversation_id: UUID | str, respect_backoff: bool 
 
 
 def queued_summarizations() -> set[str]:
-    """Ids of the conversations with a summarisation job in django-q2's ORM queue, waiting or
-    taken by a worker and not yet finished (the broker deletes the row when the job is done).
+    """Ids of the conversations with a summarisation job in django-q2's queue.
 
-    The payloads are signed pickles, so each row is decoded for its task name; the sweep keeps
-    the queue to at most one job per conversation, so this stays cheap. With a broker other
-    than the ORM there is nothing to read, and a duplicate job is harmless (jobs are idempotent).
+    On the ORM broker: waiting or taken by a worker and not yet finished (the broker deletes the
+    row when the job is done). On Redis: waiting only, as a worker pops a job off the list when
+    it takes it, so a job running right now is not seen and the sweep may queue a second one,
+    which is harmless (jobs are idempotent, and the archive lock makes the second skip).
+
+    The payloads are signed pickles, so each one is decoded for its task name; the sweep keeps
+    the queue to at most one job per conversation, so this stays cheap.
     """
-    if not Conf.ORM:
-        return set()
-    names = (package.name() for package in OrmQ.objects.using(Conf.ORM).only("payload"))
     return {
         name.removeprefix(SUMMARIZE_TASK_NAME_PREFIX)
-        for name in names
+        for name in _queued_task_names()
         if isinstance(name, str) and name.startswith(SUMMARIZE_TASK_NAME_PREFIX)
     }
+
+
+def _queued_task_names() -> list[object]:
+    if Conf.ORM:
+        return [package.name() for package in OrmQ.objects.using(Conf.ORM).only("payload")]
+    broker = get_broker()
+    if isinstance(broker, RedisBroker):
+        names = []
+        for payload in broker.connection.lrange(broker.list_key, 0, -1):
+            try:
+                names.append(SignedPackage.loads(payload).get("name"))
+            except (BadSignature, AttributeError, TypeError):
+                continue
+        return names
+    return []

@@ -29,9 +29,6 @@ from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 
-CHUNK = "chunk"
-MESSAGE = "message"
-
 
 @dataclass(frozen=True)
 class SearchHit:

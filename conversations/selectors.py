@@ -1,6 +1,7 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -10,6 +11,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import ValidationError
 from django.db.models import (
+    BooleanField,
     Count,
     DateTimeField,
     DurationField,
@@ -30,8 +32,10 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Least, Power
 from django.utils import timezone
 
+from agent_memory.models import PlaceMention
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
-from facts.models import LegacyFact
+from conversations.retrieval import SearchHit, search_conversations
+from facts.models import Legacy, LegacyFact
 from memory_site.core.errors import NotFound
 
 
@@ -164,10 +168,12 @@ class RetryTimes(NamedTuple):
     archive: datetime | None
 
 
-def memory_retry_times(*, conversation: Conversation) -> RetryTimes:
-    summary, archive = _with_retry_times(Conversation.objects.filter(pk=conversation.pk)).values_list(
+def rolling_summary_retry_times(*, conversation: Conversation) -> RetryTimes:
+    """Both None for a conversation deleted meanwhile: the job's next write finds it gone."""
+    row = _with_retry_times(Conversation.objects.filter(pk=conversation.pk)).values_list(
         "summary_retry_at", "archive_retry_at"
-    ).get()
+    ).first()
+    summary, archive = row if row is not None else (None, None)
     return RetryTimes(summary=summary, archive=archive)
 
 
@@ -232,6 +238,59 @@ def archived_chunks_for_conversation(*, conversation: Conversation) -> QuerySet[
         .defer("embedding")
         .order_by("message_range_start")
     )
+
+
+# --- Conversations page (dashboard): my conversations about a legacy, search, deletion -------
+
+
+def conversations_for_legacy(*, user: AbstractBaseUser, legacy: Legacy) -> QuerySet[Conversation]:
+    """The user's own conversations about the legacy, newest first."""
+    return conversations_for_user(user).filter(legacy=legacy).order_by("-created_at", "-pk")
+
+
+@dataclass(frozen=True)
+class ConversationMatch:
+    """A conversation found by the conversations page's search: by its title, by what was said
+    in it (`hits`, the agent's search units that matched the words, best first), or both."""
+
+    conversation: Conversation
+    title_match: bool
+    hits: list[SearchHit]
+
+
+def conversations_matching(
+    *, user: AbstractBaseUser, legacy: Legacy, query: str
+) -> list[ConversationMatch]:
+    """The user's conversations about the legacy whose title contains `query` or whose text
+    the agent's search finds (retrieval.search_conversations, SEARCH_MAX_K units), newest
+    first. Of the search's units only those that share a word with the query are kept: its
+    vector part ranks every unit, so without that a search would never come back empty."""
+    result = search_conversations(user=user, legacy=legacy, query=query, k=settings.SEARCH_MAX_K)
+    hits: dict[object, list[SearchHit]] = {}
+    for hit in result.hits:
+        if hit.text_rank is not None:
+            hits.setdefault(hit.conversation_id, []).append(hit)
+    found = conversations_for_legacy(user=user, legacy=legacy).annotate(
+        title_match=ExpressionWrapper(Q(title__icontains=query), output_field=BooleanField())
+    ).filter(Q(title_match=True) | Q(pk__in=list(hits)))
+    return [
+        ConversationMatch(conversation=c, title_match=c.title_match, hits=hits.get(c.pk, []))
+        for c in found
+    ]
+
+
+def conversation_deletion_preview(*, conversation: Conversation) -> dict[str, int]:
+    """What services.conversation_delete would delete, per kind, for its confirmation page:
+    messages, summaries, chunks, place mentions and the facts its user took from it."""
+    return {
+        "messages": Message.objects.filter(conversation=conversation).count(),
+        "summaries": ConversationMemory.objects.filter(conversation=conversation).count(),
+        "chunks": ConversationChunk.objects.filter(conversation=conversation).count(),
+        "place_mentions": PlaceMention.objects.filter(conversation=conversation).count(),
+        "facts": LegacyFact.objects.filter(
+            source_conversation=conversation, user_id=conversation.user_id
+        ).count(),
+    }
 
 
 # --- The caller's own data (GET /api/me/data) ------------------------------------------------

@@ -66,6 +66,37 @@ class ConversationListQuerySerializer(serializers.Serializer):
     legacy_id = serializers.UUIDField(required=False)
 
 
+class ConversationDeleteQuerySerializer(serializers.Serializer):
+    keep_facts = serializers.ChoiceField(
+        choices=["true", "false"], default="false",
+        help_text="`true` keeps the facts taken from the conversation (their source is "
+        "cleared); `false` (the default) deletes them with it.",
+    )
+
+    def validate_keep_facts(self, value: str) -> bool:
+        return value == "true"
+
+
+class ConversationDeletedCountsSerializer(serializers.Serializer):
+    """What conversations.services.conversation_delete deleted, per kind."""
+
+    conversations = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    summaries = serializers.IntegerField(help_text="Rolling summaries (seed 002).")
+    chunks = serializers.IntegerField(help_text="Archived chunks with their embeddings.")
+    place_mentions = serializers.IntegerField()
+    facts = serializers.IntegerField(help_text="Facts taken from it; 0 with keep_facts.")
+
+
+class ConversationDeletedSerializer(serializers.Serializer):
+    """The answer of DELETE /api/ai/conversations/{id}, from conversation_delete's counts."""
+
+    deleted = ConversationDeletedCountsSerializer(source="*")
+    facts_kept = serializers.IntegerField(
+        help_text="Facts taken from it that stay, with their source cleared (keep_facts=true)."
+    )
+
+
 class ConversationMemorySerializer(serializers.ModelSerializer):
     """One rolling-summary version (seed 002); `base_memory_id` links the chain."""
 

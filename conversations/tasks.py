@@ -23,13 +23,16 @@ def summarize_conversation(conversation_id: str, respect_backoff: bool = False) 
     result = summarization.conversation_catch_up(
         conversation=conversation, respect_backoff=respect_backoff
     )
+    if result.deleted:
+        # Deleted while the job ran: it stopped, and nothing it was writing was stored.
+        return {"conversation_id": conversation_id, "skipped": "deleted"}
     if result.more_due:
         # A long import is caught up over several jobs, each inside its time budget.
         enqueue_summarization(conversation_id=conversation.pk, respect_backoff=True)
     return {
         "conversation_id": conversation_id,
-        "memory": str(result.memory.pk) if result.memory else None,
-        "memory_status": result.memory.status if result.memory else None,
+        "rolling_summary": str(result.rolling_summary.pk) if result.rolling_summary else None,
+        "rolling_summary_status": result.rolling_summary.status if result.rolling_summary else None,
         "chunks": [[c.message_range_start, c.message_range_end] for c in result.chunks],
         "more_due": result.more_due,
         "error": result.error,

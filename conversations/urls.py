@@ -1,12 +1,17 @@
-"""Dashboard routes of the conversations app: transcripts, where a fact came from, the chat page."""
+"""Dashboard routes of the conversations app: my conversations about a legacy (search, delete),
+transcripts, where a fact came from, the chat page."""
 
 from django.urls import path
 
-from conversations.views import chat, transcript
+from conversations.views import chat, conversation_list, transcript
 
 app_name = "conversations"
 
 urlpatterns = [
+    path("legacies/<uuid:legacy_id>/conversations", conversation_list.conversation_list,
+         name="conversation_list"),
+    path("conversations/<uuid:conversation_id>/delete", conversation_list.conversation_delete,
+         name="conversation_delete"),
     path("conversations/<uuid:conversation_id>", transcript.transcript, name="transcript"),
     path("facts/<uuid:fact_id>/source", transcript.fact_source, name="fact_source"),
     path("chat", chat.chat_home, name="chat"),

@@ -1,5 +1,6 @@
 """Reads of legacies and facts. Tenancy starts here: only members see anything of a legacy."""
 
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -34,7 +35,54 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
 
 
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
-    return legacy.memberships.select_related("user").order_by("joined_at")
+    """The family, longest-standing member first."""
+    return legacy.memberships.select_related("user").order_by("joined_at", "id")
+
+
+def legacy_heir(
+    *, membership: LegacyMembership, others: list[LegacyMembership]
+) -> LegacyMembership | None:
+    """Who becomes the legacy's owner when `membership` leaves it: its longest-standing other
+    member (`others` ordered by joined_at), if the leaver is an owner and no other owner
+    remains; otherwise nobody is promoted (None). user_data_erase hands legacies on the same
+    way."""
+    if membership.role != LegacyMembership.Role.OWNER or not others:
+        return None
+    if any(other.role == LegacyMembership.Role.OWNER for other in others):
+        return None
+    return others[0]
+
+
+@dataclass(frozen=True)
+class LeavePreview:
+    """What leaving a legacy would do, for the confirmation page (docs/facts.md "Family")."""
+
+    membership: LegacyMembership
+    others: list[LegacyMembership]
+    heir: LegacyMembership | None
+    shared_facts: int
+
+    @property
+    def is_last_member(self) -> bool:
+        return not self.others
+
+
+def membership_leave_preview(*, legacy: Legacy, user: AbstractBaseUser) -> LeavePreview:
+    """What `membership_leave` would do now for a member of `legacy` (reached through
+    legacy_for_member); NotFound if the user is not a member."""
+    members = list(legacy_members(legacy=legacy))
+    membership = next((m for m in members if m.user_id == user.pk), None)
+    if membership is None:
+        raise NotFound()
+    others = [m for m in members if m.user_id != user.pk]
+    return LeavePreview(
+        membership=membership,
+        others=others,
+        heir=legacy_heir(membership=membership, others=others),
+        shared_facts=LegacyFact.objects.filter(
+            legacy=legacy, user=user, visibility=LegacyFact.Visibility.SHARED
+        ).count(),
+    )
 
 
 def legacies_with_member_counts(user: AbstractBaseUser) -> QuerySet[Legacy]:

@@ -1,6 +1,7 @@
 """Writes of legacies, memberships and legacy facts."""
 
 import re
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -8,15 +9,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
+from django.utils import timezone
 
 from facts.models import Legacy, LegacyFact, LegacyMembership
-from memory_site.core.errors import Conflict
+from facts.selectors import legacy_heir
+from memory_site.core.errors import Conflict, NotFound
+from memory_site.core.locks import LockNamespace
 from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
 
 LEGACY_NAME_MAX_CHARS = 200
-# Namespace of the transaction-level advisory locks on one author's facts about one legacy
-# (conversations.services.summarization's archive locks use 30_000).
-FACT_LOCK_NAMESPACE = 30_001
 
 
 def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
@@ -55,13 +56,68 @@ def legacy_member_add(
         raise Conflict("That user is already a member of this legacy.") from exc
 
 
+class LastMemberCannotLeave(Conflict):
+    """The only member of a legacy cannot leave it: a legacy always has someone to look after
+    it. Erasing one's data (DELETE /api/me/data) deletes such a legacy instead."""
+
+    code = "last_member"
+    default_message = (
+        "You are the only member of this legacy, so you cannot leave it. To remove it and "
+        "everything of yours in it, erase your data instead."
+    )
+
+
+@dataclass(frozen=True)
+class MembershipLeft:
+    """What membership_leave did."""
+
+    facts_made_private: int
+    new_owner: AbstractBaseUser | None
+
+
+def membership_leave(*, legacy: Legacy, user: AbstractBaseUser) -> MembershipLeft:
+    """The user leaves the legacy's family (docs/facts.md "Family").
+
+    Their shared facts about it become private (they stay theirs, in their export, but the
+    family no longer sees them); if they were its only owner, the longest-standing remaining
+    member becomes owner (facts.selectors.legacy_heir), and the legacy's `created_by` moves to
+    the longest-standing remaining owner, as user_data_erase does. Their conversations are
+    untouched: the conversations app opens them only while their user is a member. Raises
+    NotFound if the user is not a member, LastMemberCannotLeave if nobody else is.
+    """
+    with transaction.atomic():
+        # The legacy row lock serialises everyone leaving or erasing: two last-but-one members
+        # leaving at once cannot both go and leave the legacy with nobody.
+        legacy = Legacy.objects.select_for_update().get(pk=legacy.pk)
+        members = list(
+            LegacyMembership.objects.filter(legacy=legacy).order_by("joined_at", "id")
+        )
+        membership = next((m for m in members if m.user_id == user.pk), None)
+        if membership is None:
+            raise NotFound()
+        others = [m for m in members if m.user_id != user.pk]
+        if not others:
+            raise LastMemberCannotLeave()
+        heir = legacy_heir(membership=membership, others=others)
+        if heir is not None:
+            heir.role = LegacyMembership.Role.OWNER
+            heir.save(update_fields=["role"])
+        if legacy.created_by_id == user.pk:
+            owners = [m for m in others if m.role == LegacyMembership.Role.OWNER]
+            legacy.created_by_id = (owners or others)[0].user_id
+            legacy.save(update_fields=["created_by"])
+        made_private = LegacyFact.objects.filter(
+            legacy=legacy, user=user, visibility=LegacyFact.Visibility.SHARED
+        ).update(visibility=LegacyFact.Visibility.PRIVATE, updated_at=timezone.now())
+        membership.delete()
+    return MembershipLeft(
+        facts_made_private=made_private, new_owner=heir.user if heir is not None else None
+    )
+
+
 def normalize_fact_text(content: str) -> str:
     """Lowercase, punctuation dropped, whitespace folded: the key of exact duplicates."""
     return " ".join(re.sub(r"[^\w\s]", " ", content.lower()).split())
-
-
-def _words(content: str) -> set[str]:
-    return set(normalize_fact_text(content).split())
 
 
 # What a person adding a fact they already have is told (the facts page and the API).
@@ -104,7 +160,7 @@ def _lock_author_facts(*, legacy_id: object, user_id: object) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-            [FACT_LOCK_NAMESPACE, f"{legacy_id}:{user_id}"],
+            [LockNamespace.FACT_AUTHOR.value, f"{legacy_id}:{user_id}"],
         )
 
 
@@ -315,6 +371,24 @@ def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         LegacyFact.objects.filter(pk=fact.pk).delete()
+
+
+def facts_release_conversation(
+    *, conversation: Model, user: AbstractBaseUser, keep: bool
+) -> int:
+    """The facts `user` took from a conversation that is being deleted (passed in by the app
+    above, as its row): deleted, or with `keep` kept as facts of their own with the source
+    and its message range cleared. Other authors' facts are never touched (their link is
+    cleared by the foreign key's SET NULL). Returns how many were deleted or kept."""
+    facts = LegacyFact.objects.filter(source_conversation=conversation, user=user)
+    with transaction.atomic():
+        if keep:
+            return facts.update(
+                source_conversation=None, source_range_start=None, source_range_end=None,
+                updated_at=timezone.now(),
+            )
+        _, deleted = facts.delete()
+    return deleted.get(LegacyFact._meta.label, 0)
 
 
 # --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------

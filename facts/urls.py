@@ -8,6 +8,8 @@ app_name = "facts"
 
 urlpatterns = [
     path("", views.legacy_list, name="legacy_list"),
+    path("legacies/<uuid:legacy_id>", views.legacy_detail, name="legacy_detail"),
+    path("legacies/<uuid:legacy_id>/leave", views.legacy_leave, name="legacy_leave"),
     path("legacies/<uuid:legacy_id>/facts", views.legacy_facts, name="legacy_facts"),
     path("legacies/<uuid:legacy_id>/facts/add", views.fact_add, name="fact_add"),
     path("facts/<uuid:fact_id>", views.fact_row, name="fact_row"),

@@ -1,14 +1,18 @@
-"""Dashboard pages of legacies and their facts: review, share, edit and delete (htmx in place)."""
+"""Dashboard pages of legacies, their family and their facts: review, share, edit and delete
+(htmx in place), and leaving a legacy."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from facts import selectors, services
+from facts.forms import LeaveLegacyForm
 from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
 from memory_site.core.text import NUL_MESSAGE, has_nul
@@ -86,10 +90,59 @@ def legacy_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+def legacy_detail(request: HttpRequest, legacy_id: str) -> HttpResponse:
+    """The legacy's page: its family (who, owner or member, since when), for members only."""
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    return render(
+        request,
+        "facts/legacy_detail.html",
+        {"legacy": legacy, "members": selectors.legacy_members(legacy=legacy)},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def legacy_leave(request: HttpRequest, legacy_id: str) -> HttpResponse:
+    """What leaving does and its confirmation (GET), then leaving (POST): to the legacy list."""
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    form = LeaveLegacyForm(request.POST if request.method == "POST" else None)
+    status = 400 if form.is_bound else 200
+    if form.is_valid():
+        try:
+            left = services.membership_leave(legacy=legacy, user=request.user)
+        except services.LastMemberCannotLeave:
+            # Everyone else left since the page was shown: the page now says why not.
+            status = 409
+        else:
+            messages.success(request, _left_message(legacy, left))
+            return redirect("facts:legacy_list")
+    preview = selectors.membership_leave_preview(legacy=legacy, user=request.user)
+    return render(
+        request,
+        "facts/legacy_leave.html",
+        {"legacy": legacy, "preview": preview, "form": form},
+        status=status,
+    )
+
+
+def _left_message(legacy: Legacy, left: services.MembershipLeft) -> str:
+    parts = [f"You have left the family of {legacy.name}."]
+    if left.facts_made_private:
+        n = left.facts_made_private
+        parts.append(f"Your {n} shared fact{pluralize(n)} {pluralize(n, 'is,are')} now private.")
+    if left.new_owner is not None:
+        parts.append(f"{left.new_owner.get_username()} is its owner now.")
+    return " ".join(parts)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
 def legacy_facts(request: HttpRequest, legacy_id: str) -> HttpResponse:
     """The facts page; an htmx request (the filters) gets only the list."""
     legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
-    if request.htmx:
+    # A history restore (Back, with htmx's cache empty) needs the whole page.
+    if request.htmx and not request.htmx.history_restore_request:
         return render(request, "facts/_fact_list.html", _facts_page_context(request, legacy))
     return _render_facts_page(request, legacy)
 

@@ -1,16 +1,42 @@
 """Settings for Legacy Memory. Every value comes from an environment variable (see .env.example)."""
 
+from datetime import timedelta
 from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
 
 from memory_site.database import database_config
 from memory_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-legacy-memory")
+# The public default is for development only: with DEBUG off, the web server refuses to start
+# with it, or with any key shorter than 50 characters (memory_site.checks, docs/deployment.md).
+SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-legacy-memory") or (
+    "dev-insecure-change-me-legacy-memory"  # set but empty: not set
+)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- HTTPS (docs/deployment.md has the production values that make `check --deploy` silent) ---
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+# "HTTP_X_FORWARDED_PROTO,https" behind a reverse proxy that sets that header (and strips it
+# from clients); empty: requests are trusted to be what they arrive as.
+_proxy_ssl_header = env_list("SECURE_PROXY_SSL_HEADER", [])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured(
+        "SECURE_PROXY_SSL_HEADER must be a header and its value, e.g. HTTP_X_FORWARDED_PROTO,https"
+    )
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
+# How many reverse proxies append to X-Forwarded-For in front of the web server: the client's
+# address for the rate limits and the login brake is that many entries from the end.
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -25,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_q",
+    "axes",
     "facts",
     "conversations",
     "agent_memory",
@@ -44,6 +71,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memory_site.middleware.ApplicationErrorMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_site.urls"
@@ -79,6 +108,34 @@ if MEMORY_DATABASE_NAME := env_str("MEMORY_DATABASE_NAME", ""):
     DATABASES["default"]["NAME"] = MEMORY_DATABASE_NAME
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Cache: shared by every process (rate limits); Redis when REDIS_URL is set ---------------
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    # The table is created by memory_site's first migration.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "memory_site_cache",
+        }
+    }
+
+# --- Login brake (django-axes): by username and address together, state in the database ----
+AUTHENTICATION_BACKENDS = [
+    "memory_site.auth_backends.LoginBrakeBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "memory_site.client_ip.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -112,7 +169,18 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memory_site.core.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "memory_site.core.throttling.UserRateThrottle",
+        "memory_site.core.throttling.AnonRateThrottle",
+    ],
+    "NUM_PROXIES": NUM_PROXIES or None,
 }
+# Rate limits ("<n>/<second|minute|hour|day>", empty for none), counted in the shared cache:
+# every API call of a user; the calls that may reach a model (a turn, the context packet and
+# search, which embed their query); every call without credentials (docs/deployment.md).
+THROTTLE_RATE_USER = env_str("THROTTLE_RATE_USER", "600/minute")
+THROTTLE_RATE_TURN = env_str("THROTTLE_RATE_TURN", "60/minute")
+THROTTLE_RATE_ANON = env_str("THROTTLE_RATE_ANON", "60/minute")
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 200)
 
@@ -138,13 +206,22 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Jobs (django-q2, ORM broker) -------------------------------------------------------------
+# --- Jobs (django-q2: the queue on the database, or on Redis for clusters on many machines) --
+Q_BROKER = env_str("Q_BROKER", "orm")  # orm | redis
+if Q_BROKER == "orm":
+    _broker: dict = {"orm": "default"}
+elif Q_BROKER == "redis":
+    if not REDIS_URL:
+        raise ImproperlyConfigured("Q_BROKER=redis needs REDIS_URL, e.g. redis://127.0.0.1:6379/0")
+    _broker = {"redis": REDIS_URL}
+else:
+    raise ImproperlyConfigured(f"Q_BROKER must be 'orm' or 'redis', not {Q_BROKER!r}")
 Q_CLUSTER = {
     "name": "legacy-memory",
-    "orm": "default",
+    **_broker,
     "workers": env_int("Q_WORKERS", 2),
     # A summarisation job with a remote provider may wait on LLM and embedding timeouts and
-    # retries; conversations.checks verifies that its time budget fits inside this timeout.
+    # retries; conversations.checks errors unless its worst case fits inside this timeout.
     "timeout": env_int("Q_TIMEOUT", 240),
     # retry must exceed timeout, or a slow task is handed to a second worker while still running.
     "retry": env_int("Q_RETRY", 270),
@@ -173,6 +250,7 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 1024)
 EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 30.0)
 EMBEDDING_MAX_RETRIES = env_int("EMBEDDING_MAX_RETRIES", 2)
+EMBEDDING_RETRY_BACKOFF_SECONDS = env_float("EMBEDDING_RETRY_BACKOFF_SECONDS", 0.5)
 
 TOKEN_ENCODING = env_str("TOKEN_ENCODING", "cl100k_base")
 

@@ -15,4 +15,8 @@ DATABASES["default"]["TEST"] = {"NAME": os.environ.get("MEMORY_TEST_DB", "test_l
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+# In-process tests count rate limits in memory, so that a request's query count is the view's
+# own; the tests of limits shared across processes run real servers on the database cache or
+# Redis (tests/memory_site/test_rate_limits.py).
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 LOG_LEVEL = "WARNING"

@@ -29,13 +29,15 @@ def _check_pgvector() -> dict:
 
 def _check_queue() -> dict:
     from django.conf import settings
-    from django_q.models import Failure, OrmQ, Success
+    from django_q.brokers import get_broker
+    from django_q.models import Failure, Success
 
+    broker = get_broker()
     return {
-        "ok": True,
-        "broker": "orm",
+        "ok": bool(broker.ping()),
+        "broker": settings.Q_BROKER,
         "sync": bool(settings.Q_CLUSTER.get("sync")),
-        "queued": OrmQ.objects.count(),
+        "queued": broker.queue_size(),
         "succeeded": Success.objects.count(),
         "failed": Failure.objects.count(),
     }

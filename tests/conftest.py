@@ -142,3 +142,24 @@ def save_screenshot(screenshots_dir: Path | None) -> Callable[..., Path | None]:
         return path
 
     return save
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """Debian's redis-server on 127.0.0.1 at a free port for the session (`make test` installs
+    it); its `url` is a REDIS_URL. Stopped at the end."""
+    from tests.support.stack import RedisServer
+
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url

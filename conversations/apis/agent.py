@@ -24,9 +24,12 @@ from conversations.selectors import conversation_for_user
 from conversations.services import chat_message_answer
 from facts.selectors import legacy_for_member
 from memory_site.core.api import ErrorSerializer, error_responses
+from memory_site.core.throttling import MODEL_CALL_THROTTLES
 
 
 class LegacySearchApi(APIView):
+    throttle_classes = MODEL_CALL_THROTTLES
+
     @extend_schema(
         summary="Search my earlier conversations about a legacy",
         description="Exact hybrid search (pgvector + full text, reciprocal rank fusion, "
@@ -35,7 +38,7 @@ class LegacySearchApi(APIView):
         "their own conversations only; 400 for an empty or too long `q` or a `k` out of range, "
         "404 for a legacy I do not belong to.",
         parameters=[SearchQuerySerializer],
-        responses={200: SearchResponseSerializer, **error_responses(400, 401, 404)},
+        responses={200: SearchResponseSerializer, **error_responses(400, 401, 404, 429)},
     )
     def get(self, request: Request, legacy_id: str) -> Response:
         legacy = legacy_for_member(user=request.user, legacy_id=legacy_id)
@@ -47,6 +50,8 @@ class LegacySearchApi(APIView):
 
 
 class ConversationContextApi(APIView):
+    throttle_classes = MODEL_CALL_THROTTLES
+
     @extend_schema(
         summary="The context for the next LLM call",
         description="Seed 004's context packet: `system_prompt` and `messages` ready for an "
@@ -55,7 +60,7 @@ class ConversationContextApi(APIView):
         "conversations are searched for (default: the latest user message). Only the "
         "conversation's user (404 otherwise).",
         parameters=[ContextQuerySerializer],
-        responses={200: ContextResponseSerializer, **error_responses(400, 401, 404)},
+        responses={200: ContextResponseSerializer, **error_responses(400, 401, 404, 429)},
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
@@ -81,6 +86,8 @@ class ConversationCheckpointApi(APIView):
 
 
 class ConversationTurnApi(APIView):
+    throttle_classes = MODEL_CALL_THROTTLES
+
     @extend_schema(
         summary="Run an agent turn",
         description="`{content}`: saves the user message, builds the context, calls the "
@@ -102,7 +109,7 @@ class ConversationTurnApi(APIView):
                 "409).",
             ),
             **error_responses(
-                400, 401, 404, 409,
+                400, 401, 404, 409, 429,
                 descriptions={409: "The Idempotency-Key was used for another message "
                               "(`conflict`), or a request with it is still running the turn "
                               "(`turn_in_progress`)."},

@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 from conversations import selectors, services
 from conversations.serializers import (
     ConversationChunkSerializer,
+    ConversationDeletedSerializer,
+    ConversationDeleteQuerySerializer,
     ConversationDetailSerializer,
     ConversationInputSerializer,
     ConversationListQuerySerializer,
@@ -96,6 +98,29 @@ class ConversationDetailApi(APIView):
             user=request.user, conversation_id=conversation_id
         )
         return Response(ConversationDetailSerializer(conversation).data)
+
+    @extend_schema(
+        summary="Delete one of my conversations",
+        description="Deletes the conversation for good, in one transaction: its messages, "
+        "rolling summaries, archived chunks with their embeddings and its place mentions, and "
+        "the facts taken from it unless `?keep_facts=true` (they then stay mine with no "
+        "source). Agent-memory versions that came from it keep their text. A summarisation "
+        "job running on it stops and leaves nothing behind. Answers what was deleted. 400 for "
+        "a keep_facts other than true or false; anyone else's conversation is a 404 and "
+        "nothing changes. See docs/conversation-memory.md.",
+        parameters=[ConversationDeleteQuerySerializer],
+        responses={200: ConversationDeletedSerializer, **error_responses(400, 401, 404)},
+    )
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        query = ConversationDeleteQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        counts = services.conversation_delete(
+            conversation=conversation, keep_facts=query.validated_data["keep_facts"]
+        )
+        return Response(ConversationDeletedSerializer(counts).data)
 
 
 class MessageListCreateApi(APIView):

@@ -1,5 +1,7 @@
-"""Writes of the conversations app: messages and closing, the memory pipelines, the agent turn."""
+"""Writes of the conversations app: messages and closing, the memory pipelines, the agent turn,
+deleting a conversation."""
 
+from conversations.services.deletion import conversation_delete
 from conversations.services.messages import (
     IDEMPOTENCY_KEY_MAX_CHARS,
     IdempotencyConflict,
@@ -43,6 +45,7 @@ __all__ = [
     "conversation_catch_up",
     "conversation_close",
     "conversation_create",
+    "conversation_delete",
     "conversations_close_idle",
     "rolling_summaries_recover_stuck",
     "rolling_summary_begin",

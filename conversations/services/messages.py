@@ -11,7 +11,7 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.core.ai import count_tokens
-from memory_site.core.errors import Conflict
+from memory_site.core.errors import Conflict, NotFound
 from memory_site.core.text import nul_errors, reject_nul
 
 APPENDABLE_ROLES = {choice for choice in Message.Role.values}
@@ -69,6 +69,15 @@ def validate_idempotency_key(key: str | None) -> str | None:
     return key
 
 
+def _locked(conversation: Conversation) -> Conversation:
+    """The conversation's row, locked; NotFound when it was deleted meanwhile
+    (services.deletion.conversation_delete)."""
+    locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    if locked is None:
+        raise NotFound()
+    return locked
+
+
 def message_append(
     *,
     conversation: Conversation,
@@ -94,7 +103,7 @@ def message_append(
         with transaction.atomic():
             # The row lock serialises appends to one conversation; the counter is rolled
             # back with the message, so sequences never have gaps.
-            locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+            locked = _locked(conversation)
             now = timezone.now()
             message = Message.objects.create(
                 conversation=locked,
@@ -163,7 +172,7 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
     so a retry after a failed finish is safe.
     """
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        locked = _locked(conversation)
         if locked.status != Conversation.Status.SHUTDOWN_CLEAN:
             locked.status = Conversation.Status.SHUTDOWN_CLEAN
             locked.closed_at = timezone.now()

@@ -17,12 +17,12 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.services import messages as message_services
 from facts.services import fact_create
 from memory_site.core.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
+from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
+from memory_site.core.locks import LockNamespace
 
 logger = logging.getLogger(__name__)
 
-# Namespace of the advisory locks that keep two workers from archiving one conversation at once.
-ARCHIVE_LOCK_NAMESPACE = 30_000
 STUCK_ERROR = "stuck in processing; recovered by the sweep"
 
 
@@ -77,11 +77,44 @@ def transcript_lines(*, conversation: Conversation, start: int, end: int) -> lis
     return [TranscriptLine(sequence=s, role=r, content=c) for s, r, c in messages]
 
 
-def _set_memory_status(memory: ConversationMemory, **fields: object) -> None:
-    ConversationMemory.objects.filter(pk=memory.pk).update(updated_at=timezone.now(), **fields)
+def _set_rolling_summary_status(memory: ConversationMemory, **fields: object) -> bool:
+    """Finish a `processing` row: compare-and-set (`… WHERE status = 'processing'`), so that a
+    job finishing after the sweep marked its row failed (its worker was presumed dead) does not
+    overwrite that row; the instance then takes the row's current status and error. Updates
+    the instance; False when the row is gone (its conversation was deleted while the summary
+    was being written)."""
+    updated = ConversationMemory.objects.filter(
+        pk=memory.pk, status=ConversationMemory.Status.PROCESSING
+    ).update(updated_at=timezone.now(), **fields)
+    if not updated:
+        current = ConversationMemory.objects.filter(pk=memory.pk).values("status", "error").first()
+        if current is None:
+            return False
+        logger.warning("Memory %s was already %s; the late result is dropped", memory.pk,
+                       current["status"])
+        memory.status, memory.error = current["status"], current["error"]
+        return True
     for name, value in fields.items():
         setattr(memory, name, value)
     logger.debug("Memory %s status updated to %s", memory.pk, memory.status)
+    return True
+
+
+class ConversationGone(Exception):
+    """The conversation was deleted while a job was working on it: the job stops, and what it
+    was writing is not stored (conversation_catch_up catches it)."""
+
+    def __init__(self, conversation_id: object):
+        super().__init__(f"conversation {conversation_id} was deleted")
+        self.conversation_id = conversation_id
+
+
+def _lock_conversation(conversation: Conversation) -> None:
+    """Inside a transaction, before a pipeline write: lock the conversation's row, so that
+    deleting it (services.deletion.conversation_delete locks it too) waits for the write and
+    then takes what it wrote along; ConversationGone when it is deleted already."""
+    if not Conversation.objects.select_for_update().filter(pk=conversation.pk).exists():
+        raise ConversationGone(conversation.pk)
 
 
 class _NothingNew(Exception):
@@ -94,7 +127,8 @@ def rolling_summary_begin(*, conversation: Conversation, final: bool = False) ->
     The partial unique index allows one `processing` row per conversation, so of any
     number of concurrent callers exactly one gets a row; the others get None. Returns None
     too when there is nothing new to summarise. With `final` (closing), a conversation
-    shorter than MEMORY_SUMMARIZE_AFTER_SEQ is summarised as well.
+    shorter than MEMORY_SUMMARIZE_AFTER_SEQ is summarised as well. ConversationGone when the
+    conversation has been deleted.
     """
     last_sequence = conversation.message_count - 1
     threshold = 0 if final else settings.MEMORY_SUMMARIZE_AFTER_SEQ
@@ -103,6 +137,7 @@ def rolling_summary_begin(*, conversation: Conversation, final: bool = False) ->
     start, end = summary_window(last_sequence)
     try:
         with transaction.atomic():
+            _lock_conversation(conversation)
             memory = ConversationMemory.objects.create(
                 conversation=conversation, start_sequence=start, end_sequence=end,
                 status=ConversationMemory.Status.PROCESSING,
@@ -125,7 +160,8 @@ def rolling_summary_begin(*, conversation: Conversation, final: bool = False) ->
 
 def rolling_summary_generate(*, memory: ConversationMemory) -> ConversationMemory:
     """Fill a `processing` row from its base memory and the messages after it; `completed`
-    with the text and timing, or `failed` with the error. Never raises for a provider error."""
+    with the text and timing, or `failed` with the error. Never raises for a provider error;
+    ConversationGone when the row went with its conversation meanwhile (nothing is stored)."""
     conversation = memory.conversation
     start, end = memory.start_sequence, memory.end_sequence
     base = memory.base_memory
@@ -142,7 +178,7 @@ def rolling_summary_generate(*, memory: ConversationMemory) -> ConversationMemor
         if not text.strip():
             raise LLMError("the provider returned an empty summary")
         elapsed = int((time.monotonic() - began) * 1000)
-        _set_memory_status(
+        stored = _set_rolling_summary_status(
             memory, status=ConversationMemory.Status.COMPLETED, memory_text=text,
             generation_time_ms=elapsed, error="",
         )
@@ -151,11 +187,16 @@ def rolling_summary_generate(*, memory: ConversationMemory) -> ConversationMemor
         elapsed = int((time.monotonic() - began) * 1000)
         logger.warning("Summarizing messages %s-%s for %s failed: %s", start, end,
                        conversation.pk, exc)
-        _set_memory_status(
+        if not _set_rolling_summary_status(
             memory, status=ConversationMemory.Status.FAILED, generation_time_ms=elapsed,
             error=f"{type(exc).__name__}: {exc}"[:2000],
-        )
+        ):
+            raise ConversationGone(memory.conversation_id) from None
         return memory
+    if not stored:
+        raise ConversationGone(memory.conversation_id)
+    if memory.status != ConversationMemory.Status.COMPLETED:
+        return memory  # too late: the sweep had failed the row, and it stays failed
     if start > 0:
         logger.info("Sliding window: dropping seq 0-%s for %s", start - 1, conversation.pk)
     logger.info("Summarized messages %s-%s for %s in %sms", start, end, conversation.pk, elapsed)
@@ -195,7 +236,7 @@ def rolling_summary_retry(*, memory: ConversationMemory) -> bool:
     if memory.status == ConversationMemory.Status.PROCESSING:
         if memory.created_at >= cutoff:
             return False
-        _set_memory_status(memory, status=ConversationMemory.Status.FAILED, error=STUCK_ERROR)
+        _set_rolling_summary_status(memory, status=ConversationMemory.Status.FAILED, error=STUCK_ERROR)
     elif memory.status != ConversationMemory.Status.FAILED:
         return False
     conversation_id = memory.conversation_id
@@ -221,7 +262,8 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
 
     Provider, embedding and database errors propagate and leave nothing stored. A range that
     is already archived (another worker won the race) returns None: the unique range index
-    decides, and nothing is duplicated.
+    decides, and nothing is duplicated. ConversationGone, storing nothing, when the
+    conversation was deleted during the provider calls.
     """
     lines = transcript_lines(conversation=conversation, start=start, end=end)
     if not lines:
@@ -236,6 +278,7 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
         raise EmbeddingError("the embedder did not return one vector of the configured size")
     try:
         with transaction.atomic():
+            _lock_conversation(conversation)
             chunk = ConversationChunk.objects.create(
                 conversation=conversation, user=conversation.user, legacy=legacy,
                 content=extraction.summary, embedding=vectors[0],
@@ -265,23 +308,25 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
 
 @dataclass(frozen=True)
 class CatchUpResult:
-    memory: ConversationMemory | None
+    rolling_summary: ConversationMemory | None
     chunks: list[ConversationChunk]
     more_due: bool
     error: str = ""
+    # The conversation was deleted while the job ran; it stopped, and nothing of it is left.
+    deleted: bool = False
 
 
 def _try_archive_lock(conversation: Conversation) -> bool:
     key = conversation.pk.int & 0x7FFFFFFF
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [ARCHIVE_LOCK_NAMESPACE, key])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LockNamespace.ARCHIVE.value, key])
         return bool(cursor.fetchone()[0])
 
 
 def _release_archive_lock(conversation: Conversation) -> None:
     key = conversation.pk.int & 0x7FFFFFFF
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [ARCHIVE_LOCK_NAMESPACE, key])
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LockNamespace.ARCHIVE.value, key])
 
 
 def _archive_failed(conversation: Conversation, exc: Exception) -> None:
@@ -306,17 +351,30 @@ def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool =
     """The summarisation job's work: the rolling summary, then archived batches oldest first,
     at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them, and no new batch once the job has run
     for SUMMARIZATION_JOB_TIME_BUDGET_SECONDS (so that a job ends well inside Q_TIMEOUT, see
-    memory_site.checks). A closed conversation archives its tail too. `more_due` says that
+    conversations.checks). A closed conversation archives its tail too. `more_due` says that
     batches remain for another job.
 
     With `respect_backoff` (the sweep's jobs), the rolling summary or the archive is skipped
-    while its failures in a row are backing off (`selectors.memory_retry_times`); an archive
-    failure counts towards that backoff, a successful batch resets it."""
+    while its failures in a row are backing off (`selectors.rolling_summary_retry_times`); an archive
+    failure counts towards that backoff, a successful batch resets it.
+
+    A conversation deleted while the job runs stops it with `deleted` set; what it was
+    writing is not stored (ConversationGone)."""
+    try:
+        return _catch_up(conversation=conversation, respect_backoff=respect_backoff)
+    except ConversationGone:
+        logger.info("Conversation %s was deleted while it was being summarised; stopped",
+                    conversation.pk)
+        return CatchUpResult(rolling_summary=None, chunks=[], more_due=False, deleted=True)
+
+
+def _catch_up(*, conversation: Conversation, respect_backoff: bool) -> CatchUpResult:
+    """conversation_catch_up without the stop on ConversationGone."""
     started = time.monotonic()
     final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
     now = timezone.now()
     retry = (
-        selectors.memory_retry_times(conversation=conversation) if respect_backoff
+        selectors.rolling_summary_retry_times(conversation=conversation) if respect_backoff
         else selectors.RetryTimes(summary=None, archive=None)
     )
     memory = None
@@ -327,12 +385,12 @@ def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool =
     chunks: list[ConversationChunk] = []
     if retry.archive is not None and retry.archive > now:
         logger.debug("Archiving %s is backing off until %s", conversation.pk, retry.archive)
-        return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+        return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
     # A session-level lock: another worker archiving this conversation makes this job skip
     # the archive instead of paying for the same provider call twice.
     if not _try_archive_lock(conversation):
         logger.debug("Archiving of %s is in progress elsewhere", conversation.pk)
-        return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+        return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
     try:
         while (
             len(chunks) < settings.SUMMARIZATION_MAX_BATCHES_PER_JOB
@@ -340,22 +398,22 @@ def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool =
         ):
             due = archive_range_due(conversation=conversation, final=final)
             if due is None:
-                return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+                return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
             try:
                 chunk = chunk_archive_range(conversation=conversation, start=due[0], end=due[1])
             except (LLMError, EmbeddingError, DatabaseError) as exc:
                 logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
                                due[0], due[1], conversation.pk, exc)
                 _archive_failed(conversation, exc)
-                return CatchUpResult(memory=memory, chunks=chunks, more_due=False,
+                return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False,
                                      error=f"{type(exc).__name__}: {exc}")
             if chunk is None:
-                return CatchUpResult(memory=memory, chunks=chunks, more_due=False)
+                return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
             if not chunks:
                 _archive_succeeded(conversation)
             chunks.append(chunk)
         more = archive_range_due(conversation=conversation, final=final) is not None
-        return CatchUpResult(memory=memory, chunks=chunks, more_due=more)
+        return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=more)
     finally:
         _release_archive_lock(conversation)
 
@@ -363,7 +421,10 @@ def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool =
 def conversations_close_idle() -> list[Conversation]:
     """Close every conversation idle for longer than CONVERSATION_IDLE_CLOSE_MINUTES."""
     cutoff = timezone.now() - timedelta(minutes=settings.CONVERSATION_IDLE_CLOSE_MINUTES)
-    return [
-        message_services.conversation_close(conversation=conversation)
-        for conversation in selectors.conversations_idle_since(cutoff=cutoff)
-    ]
+    closed = []
+    for conversation in selectors.conversations_idle_since(cutoff=cutoff):
+        try:
+            closed.append(message_services.conversation_close(conversation=conversation))
+        except NotFound:
+            logger.info("Conversation %s was deleted before it could be closed", conversation.pk)
+    return closed

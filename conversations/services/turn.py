@@ -37,13 +37,11 @@ from conversations.services.messages import (
 )
 from memory_site.core.ai import LLMError, get_llm
 from memory_site.core.errors import Conflict, ProviderError
+from memory_site.core.locks import LockNamespace
 
 logger = logging.getLogger(__name__)
 
 EMPTY_REPLY = "(The model returned an empty reply.)"
-# Namespace of the advisory locks that let one request at a time run the turn of a message
-# (conversations.services.summarization uses 30_000 for archiving).
-TURN_LOCK_NAMESPACE = 30_001
 
 
 class TurnConflict(Conflict):
@@ -146,14 +144,14 @@ def _turn_lock(user_message: Message) -> Iterator[None]:
     """
     key = user_message.pk.int & 0x7FFFFFFF
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [TURN_LOCK_NAMESPACE, key])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LockNamespace.TURN.value, key])
         if not cursor.fetchone()[0]:
             raise TurnInProgress()
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [TURN_LOCK_NAMESPACE, key])
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LockNamespace.TURN.value, key])
 
 
 def _call_record(message: Message) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong, in words for people.")
     code = serializers.CharField(
         help_text="What went wrong, for programs: invalid, not_authenticated, "
-        "authentication_failed, permission_denied, not_found, conflict, …"
+        "authentication_failed, permission_denied, not_found, conflict, throttled, …"
     )
     errors = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()),
@@ -86,6 +86,7 @@ ERROR_DESCRIPTIONS = {
     403: "A member may see this but not change it.",
     404: "Not found, or of another family: the two are indistinguishable.",
     409: "The request conflicts with the current state.",
+    429: "Over a rate limit (`throttled`); `Retry-After` says in how many seconds to retry.",
 }
 
 

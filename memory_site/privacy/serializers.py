@@ -1,5 +1,5 @@
 """The shape of GET /api/me/data's export: each app's export serializers over the rows its
-`user_data_export` selector reads, composed (memory_site.privacy.apis.user_data_export builds the
+`user_data_export` selector reads, composed (memory_site.privacy.selectors.user_data_export builds the
 UserExport it serializes)."""
 
 from rest_framework import serializers
@@ -43,3 +43,24 @@ class ExportSerializer(serializers.Serializer):
     conversations = ExportConversationSerializer(many=True, source="parts.conversations")
     agent_memories = ExportAgentMemorySerializer(many=True, source="parts.agent_memories")
     places = ExportPlaceSerializer(many=True, source="parts.places")
+
+
+class ErasedCountsSerializer(serializers.Serializer):
+    conversations = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    summaries = serializers.IntegerField()
+    chunks = serializers.IntegerField()
+    agent_memories = serializers.IntegerField()
+    memory_versions = serializers.IntegerField()
+    places = serializers.IntegerField()
+    place_mentions = serializers.IntegerField()
+    facts = serializers.IntegerField()
+    memberships = serializers.IntegerField()
+    legacies_deleted = serializers.IntegerField()
+    legacies_transferred = serializers.IntegerField()
+    api_tokens = serializers.IntegerField()
+
+
+class ErasedSerializer(serializers.Serializer):
+    erased = ErasedCountsSerializer()
+    account_kept = serializers.CharField(help_text="The username; the account has no data left.")

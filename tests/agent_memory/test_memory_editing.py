@@ -195,3 +195,13 @@ def test_restore_when_the_subject_is_held_again_is_a_409(web, alice, sarah):
     assert response.status_code == 409
     assert f'href="/memories/{newer.pk}/edit"' in response.content.decode()
     assert _rows() == before
+
+
+@pytest.mark.parametrize("version", ["abc", "-1", "0"])
+def test_restore_with_a_malformed_version_is_a_400(web, alice, sarah, version):
+    services.memory_delete(user=alice, memory=sarah)
+    before = _rows()
+    response = web.post(f"/memories/{sarah.pk}/restore", {"version": version})
+    assert response.status_code == 400
+    assert "That is not a version of this memory." in response.content.decode()
+    assert _rows() == before

@@ -2,7 +2,12 @@
 
 import pytest
 
-from conversations.checks import check_job_limits, worst_case_batch_seconds
+from conversations.checks import (
+    check_job_limits,
+    worst_case_batch_seconds,
+    worst_case_job_seconds,
+    worst_case_llm_call_seconds,
+)
 from conversations.models import ConversationChunk
 from conversations.services import message_append, summarization
 from tests.factories import ConversationFactory
@@ -16,7 +21,9 @@ def test_the_default_limits_pass_with_offline_and_remote_providers(settings):
     assert _ids(settings) == []
     settings.LLM_PROVIDER = "openai"
     settings.EMBEDDING_PROVIDER = "openai"
-    assert worst_case_batch_seconds() == pytest.approx(5 + 30 * 3 + 0.5 + 1.0 + 30 * 3)
+    assert worst_case_batch_seconds() == pytest.approx(5 + 30 * 3 + 0.5 + 1.0 + 30 * 3 + 0.5 + 1.0)
+    assert worst_case_job_seconds() == pytest.approx(45 + worst_case_batch_seconds())
+    assert worst_case_job_seconds() < settings.Q_CLUSTER["timeout"]
     assert _ids(settings) == []
 
 
@@ -25,10 +32,24 @@ def test_a_retry_not_above_the_timeout_is_an_error(settings):
     assert _ids(settings) == ["conversations.E001"]
 
 
-def test_a_budget_that_cannot_fit_the_timeout_is_a_warning(settings):
+def test_a_budget_that_cannot_fit_the_timeout_is_an_error(settings):
     settings.LLM_PROVIDER = "openai"
     settings.LLM_TIMEOUT_SECONDS = 120
-    assert _ids(settings) == ["conversations.W001"]
+    assert _ids(settings) == ["conversations.E002"]
+    [problem] = check_job_limits(None)
+    assert "may run 412s" in problem.msg and "Q_TIMEOUT is 240s" in problem.msg
+
+
+def test_more_retries_count_in_the_worst_case(settings):
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_MAX_RETRIES = 5
+    # 6 attempts × 30 s + 0.5+1+2+4+8 s of backoff: one model call alone.
+    assert worst_case_llm_call_seconds() == pytest.approx(180 + 15.5)
+    assert _ids(settings) == ["conversations.E002"]
+    settings.LLM_MAX_RETRIES = 2
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_TIMEOUT_SECONDS = 60
+    assert _ids(settings) == ["conversations.E002"]
 
 
 def test_a_stuck_timeout_not_above_the_job_timeout_is_a_warning(settings):

@@ -141,7 +141,7 @@ def test_a_fault_in_the_provider_stores_nothing_and_the_range_stays_due(
     settings.LLM_MAX_RETRIES = 0
     openai_server.error(500).error(500)  # the rolling summary's call, then the archive's
     result = summarization.conversation_catch_up(conversation=conversation)
-    assert result.memory.status == "failed"
+    assert result.rolling_summary.status == "failed"
     assert "LLMError" in result.error
     assert not ConversationChunk.objects.exists() and not LegacyFact.objects.exists()
     assert summarization.archive_range_due(conversation=conversation) == (0, 20)

@@ -155,7 +155,7 @@ def test_a_job_of_the_sweep_skips_what_is_backing_off(
     assert len(outage.calls("chat")) == 2
     # A job queued by the sweep before the failure, run now: it calls nothing.
     result = tasks.summarize_conversation(str(conversation.pk), respect_backoff=True)
-    assert (result["memory"], result["chunks"], result["error"]) == (None, [], "")
+    assert (result["rolling_summary"], result["chunks"], result["error"]) == (None, [], "")
     assert len(outage.calls("chat")) == 2
     # A staff retry, like a new message, tries at once.
     with django_capture_on_commit_callbacks(execute=True):
@@ -177,7 +177,7 @@ def test_the_backoff_doubles_up_to_its_cap(conversation, failures, wait_seconds)
         for _ in range(min(failures, 50))
     )
     ConversationMemory.objects.update(created_at=failed_at, updated_at=failed_at)
-    retry = selectors.memory_retry_times(conversation=conversation)
+    retry = selectors.rolling_summary_retry_times(conversation=conversation)
     assert retry.archive == failed_at + timedelta(seconds=wait_seconds)
     summary_failures = min(failures, 50)
     assert retry.summary == failed_at + timedelta(
@@ -187,7 +187,7 @@ def test_the_backoff_doubles_up_to_its_cap(conversation, failures, wait_seconds)
 def test_a_completed_summary_ends_the_summary_backoff(conversation, settings):
     ConversationMemoryFactory(conversation=conversation, start_sequence=25,
                               end_sequence=38, status="failed")
-    assert selectors.memory_retry_times(conversation=conversation).summary is not None
+    assert selectors.rolling_summary_retry_times(conversation=conversation).summary is not None
     ConversationMemoryFactory(conversation=conversation, start_sequence=25,
                               end_sequence=38, status="completed", memory_text="Rose.")
-    assert selectors.memory_retry_times(conversation=conversation) == (None, None)
+    assert selectors.rolling_summary_retry_times(conversation=conversation) == (None, None)

@@ -10,14 +10,15 @@ from rest_framework.test import APIClient
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from facts.models import Legacy, LegacyFact, LegacyMembership
-from memory_site.privacy import apis as me
+from memory_site.privacy import serializers as privacy_serializers
+from memory_site.privacy import services as privacy_services
 from tests.conftest import api_client_for
 from tests.factories import LegacyFactFactory, LegacyFactory, MembershipFactory, UserFactory
 from tests.support.world import build_world, conversation_with_messages, rows_by_model, whole_state
 
 pytestmark = pytest.mark.django_db
 
-ZERO = dict.fromkeys(me.ErasedCountsSerializer().fields, 0)
+ZERO = dict.fromkeys(privacy_serializers.ErasedCountsSerializer().fields, 0)
 
 
 def owned_by(user) -> dict[str, set[str]]:
@@ -240,7 +241,7 @@ def test_the_export_after_erasing_is_empty_of_data(world):
 def test_erasing_twice_erases_nothing_the_second_time(world):
     owner = world.family.owner
     api_client_for(owner).delete("/api/me/data")
-    assert me.user_data_erase(user=owner) == ZERO
+    assert privacy_services.user_data_erase(user=owner) == ZERO
 
 
 @pytest.mark.django_db(transaction=True)
@@ -249,7 +250,7 @@ def test_erasing_twice_erases_nothing_the_second_time(world):
     [
         ("agent_memory.services", "user_data_erase"),
         ("facts.services", "user_data_erase"),
-        ("memory_site.privacy.apis", "account_erase"),
+        ("memory_site.privacy.services", "account_erase"),
     ],
 )
 def test_a_failure_midway_leaves_everything_as_it_was(family, monkeypatch, failing_step):

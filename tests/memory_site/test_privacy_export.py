@@ -11,7 +11,7 @@ from agent_memory.models import AgentMemoryVersion, Place
 from agent_memory.services import memory_create, memory_update, place_add, place_mention_add
 from conversations.models import ConversationMemory
 from facts.models import LegacyMembership
-from memory_site.privacy.apis import EXPORT_NOTES
+from memory_site.privacy.selectors import EXPORT_NOTES
 from tests.conftest import api_client_for
 from tests.factories import ConversationMemoryFactory, LegacyFactFactory, LegacyFactory, UserFactory
 from tests.support.chunks import chunk_for

@@ -15,25 +15,28 @@ RUN = Path(__file__).resolve().parents[2] / "bin" / "run"
 # a stubborn one ignores SIGTERM, as a cluster waiting for a long job does.
 FAKE_PYTHON = """#!/usr/bin/env bash
 echo $$ >> "{pids}"
+echo "$* DEBUG=${{DEBUG:-unset}}" >> "{pids}.args"
 case "$2" in
   qcluster)
     sleep 300 & child=$!
     echo $child >> "{pids}"
     if [ "{stubborn}" = yes ]; then trap '' TERM; else trap 'kill $child; exit 0' TERM; fi
     while :; do wait; done ;;
-  runserver)
+  runserver|gunicorn)
     exec sleep 300 ;;
 esac
 """
 
 
-def _start(tmp_path: Path, *, stubborn: bool) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, *, stubborn: bool, mode: str = "") -> tuple[subprocess.Popen, Path]:
     pids = tmp_path / "pids"
     fake = tmp_path / "python"
     fake.write_text(FAKE_PYTHON.format(pids=pids, stubborn="yes" if stubborn else "no"))
     fake.chmod(0o755)
     run = subprocess.Popen(
-        [str(RUN)], env={**os.environ, "PY": str(fake), "PORT": "8059"},
+        [str(RUN), *([mode] if mode else [])],
+        env={**{k: v for k, v in os.environ.items() if k != "DEBUG"}, "PY": str(fake),
+             "PORT": "8059", "WEB_CONCURRENCY": "3"},
         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 10
@@ -93,3 +96,28 @@ def test_a_worker_that_does_not_stop_is_killed_after_ten_seconds(tmp_path):
     assert _alive(pids) == []
     assert 9.5 < took < 12
     assert run.stderr.read() == "the job worker did not stop within 10 s: killing it\n"
+
+
+def test_serve_runs_gunicorn_with_the_worker_and_stops_both(tmp_path):
+    run, pids = _start(tmp_path, stubborn=False, mode="serve")
+    os.killpg(run.pid, signal.SIGINT)
+    _wait_stopped(run, pids, 5)
+    assert _alive(pids) == []
+    assert run.returncode == 130
+    args = sorted(Path(f"{pids}.args").read_text().splitlines())
+    assert args == [
+        "-m gunicorn memory_site.wsgi:application --bind 127.0.0.1:8059 --workers 3 --threads 4 "
+        "--worker-class gthread --timeout 120 --graceful-timeout 8 --forwarded-allow-ips "
+        "127.0.0.1 --access-logfile - --error-logfile - --no-control-socket DEBUG=unset",
+        "manage.py qcluster DEBUG=unset",
+    ]
+
+
+def test_run_is_development_with_debug_on(tmp_path):
+    run, pids = _start(tmp_path, stubborn=False)
+    run.terminate()
+    _wait_stopped(run, pids, 5)
+    assert sorted(Path(f"{pids}.args").read_text().splitlines()) == [
+        "manage.py qcluster DEBUG=true",
+        "manage.py runserver --noreload 127.0.0.1:8059 DEBUG=true",
+    ]

@@ -11,7 +11,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.drainage import GENERATOR_STATS
 from openapi_spec_validator import validate
 
-from memory_site.privacy.apis import ErasedCountsSerializer
+from memory_site.privacy.serializers import ErasedCountsSerializer
 
 pytestmark = pytest.mark.django_db
 

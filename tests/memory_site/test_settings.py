@@ -17,8 +17,11 @@ READERS = {
     "env_bool": env.env_bool,
     "env_list": env.env_list,
 }
-# Read by the Makefile, not by the settings: `make run` serves on HOST:PORT.
-MAKEFILE_VARIABLES = {"PORT", "HOST"}
+# Read by the Makefile, not by the settings: `make run` serves on HOST:PORT, `make serve` runs
+# gunicorn with these.
+MAKEFILE_VARIABLES = {
+    "PORT", "HOST", "WEB_CONCURRENCY", "WEB_THREADS", "WEB_TIMEOUT", "FORWARDED_ALLOW_IPS",
+}
 
 
 def _default(node: ast.expr) -> object:

@@ -1,11 +1,17 @@
 """Embedding providers: an offline deterministic hashing embedder and any OpenAI-compatible endpoint."""
 
 import hashlib
+import logging
 import math
 import re
+import time
 
 from memory_site.core.ai.base import EmbeddingError
 
+logger = logging.getLogger(__name__)
+
+# However large the configured backoff, one wait never exceeds this.
+MAX_BACKOFF_SECONDS = 30.0
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _STOPWORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "had", "has", "have", "he", "her", "his", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "will", "with", "you", "your"]
@@ -60,32 +66,52 @@ class HashingEmbedder:
 
 
 class OpenAIEmbedder:
-    """Any OpenAI-compatible /embeddings endpoint."""
+    """Any OpenAI-compatible /embeddings endpoint, with retries of our own (not the client's,
+    whose backoff grows past any budget): at most EMBEDDING_MAX_RETRIES + 1 attempts of at
+    most EMBEDDING_TIMEOUT_SECONDS each, with a doubling backoff between them."""
 
     name = "openai"
 
     def __init__(self, *, base_url: str, api_key: str, model: str, dimensions: int,
-                 timeout: float, max_retries: int):
+                 timeout: float, max_retries: int, backoff: float = 0.5):
         import openai
 
         self.dimensions = dimensions
         self.model = model
+        self.max_retries = max_retries
+        self.backoff = backoff
         self._client = openai.OpenAI(
             base_url=base_url or None,
             api_key=api_key or "not-set",
             timeout=timeout,
-            max_retries=max_retries,
+            max_retries=0,
         )
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def _request(self, texts: list[str]):
         import openai
 
-        try:
-            response = self._client.embeddings.create(
-                model=self.model, input=texts, dimensions=self.dimensions
-            )
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding request failed: {exc}") from exc
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._client.embeddings.create(
+                    model=self.model, input=texts, dimensions=self.dimensions
+                )
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
+                    openai.InternalServerError) as exc:
+                if attempt == attempts:
+                    raise EmbeddingError(
+                        f"embedding request failed after {attempts} attempts: {exc}"
+                    ) from exc
+                delay = min(self.backoff * (2 ** (attempt - 1)), MAX_BACKOFF_SECONDS)
+                logger.warning("Embedding request failed (%s); retry %d in %.2fs", exc,
+                               attempt, delay)
+                time.sleep(delay)
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"embedding request failed: {exc}") from exc
+        raise EmbeddingError("unreachable")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        response = self._request(texts)
         vectors = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
         if len(vectors) != len(texts) or any(len(v) != self.dimensions for v in vectors):
             raise EmbeddingError(

@@ -25,7 +25,7 @@ def _llm(provider: str, base_url: str, api_key: str, model: str, timeout: float,
 
 @cache
 def _embedder(provider: str, base_url: str, api_key: str, model: str, dimensions: int,
-              timeout: float, max_retries: int) -> EmbeddingProvider:
+              timeout: float, max_retries: int, backoff: float) -> EmbeddingProvider:
     if provider == "hashing":
         from memory_site.core.ai.embeddings import HashingEmbedder
 
@@ -34,7 +34,8 @@ def _embedder(provider: str, base_url: str, api_key: str, model: str, dimensions
         from memory_site.core.ai.embeddings import OpenAIEmbedder
 
         return OpenAIEmbedder(base_url=base_url, api_key=api_key, model=model,
-                              dimensions=dimensions, timeout=timeout, max_retries=max_retries)
+                              dimensions=dimensions, timeout=timeout, max_retries=max_retries,
+                              backoff=backoff)
     raise ImproperlyConfigured(
         f"EMBEDDING_PROVIDER must be 'hashing' or 'openai', not {provider!r}"
     )
@@ -50,4 +51,4 @@ def get_embedder() -> EmbeddingProvider:
     return _embedder(settings.EMBEDDING_PROVIDER, settings.EMBEDDING_BASE_URL,
                      settings.EMBEDDING_API_KEY, settings.EMBEDDING_MODEL,
                      settings.EMBEDDING_DIMENSIONS, settings.EMBEDDING_TIMEOUT_SECONDS,
-                     settings.EMBEDDING_MAX_RETRIES)
+                     settings.EMBEDDING_MAX_RETRIES, settings.EMBEDDING_RETRY_BACKOFF_SECONDS)
