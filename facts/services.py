@@ -401,7 +401,7 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
     an owner and no other owner remains, the longest-standing other member becomes owner;
     `created_by` (a PROTECT key) moves to the longest-standing remaining owner, so that
     support can delete the account afterwards. A legacy with no other member is deleted
-    with everything in it. Erase the user's conversations first (memory_site.privacy.apis does): this
+    with everything in it. Erase the user's conversations first (memory_site.privacy.services does): this
     service knows nothing of them. Returns the number of rows erased or changed per kind.
     """
     owner = LegacyMembership.Role.OWNER

@@ -167,9 +167,9 @@ def test_add_correct_and_restore_a_memory_in_the_browser(browser, live_server, m
     expect(form.get_by_role("link", name="update it instead")).to_have_attribute(
         "href", f"/memories/{memories['rose'].pk}/edit"
     )
+    save_screenshot(page, "memory-add.png")
     form.get_by_label("Subject").fill("Margaret")
     form.get_by_label("Content").fill("Margaret is Rose's youngest sister")
-    save_screenshot(page, "memory-add.png")
     form.get_by_role("button", name="Remember").click()
     expect(page.get_by_role("status")).to_have_text("Remembered: 'Margaret is Rose's youngest sister'.")
     expect(page.get_by_role("link", name="Add a memory")).to_be_visible()
