@@ -19,6 +19,11 @@ urlpatterns = [
         name="api-conversation-messages",
     ),
     path(
+        "ai/conversations/<uuid:conversation_id>/messages/batch",
+        log.MessageBatchCreateApi.as_view(),
+        name="api-conversation-messages-batch",
+    ),
+    path(
         "ai/conversations/<uuid:conversation_id>/memory",
         log.RollingSummaryListApi.as_view(),
         name="api-conversation-memory",

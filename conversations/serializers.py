@@ -1,8 +1,10 @@
 """Serializers of the conversations API."""
 
+from django.conf import settings
 from rest_framework import serializers
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.services import ImportMessage
 from memory_site.core.api import IsoDateTimeField
 
 
@@ -56,6 +58,65 @@ class MessageSerializer(serializers.ModelSerializer):
         model = Message
         fields = ["id", "conversation_id", "sequence", "role", "content", "token_count",
                   "created_at"]
+
+
+class ImportMessageInputSerializer(serializers.Serializer):
+    """One message of an imported history; validated into a services.ImportMessage."""
+
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    # Emptiness, length and the created_at rules are checked by services.import_errors.
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    created_at = serializers.DateTimeField(
+        required=False,
+        help_text="When it was originally said (ISO 8601; without an offset, UTC). Not in the "
+        "future, not before the message before it (the time of the import for one without "
+        "created_at) nor before the conversation's last message. Default: the time of the import.",
+    )
+
+    def validate(self, attrs: dict) -> ImportMessage:
+        return ImportMessage(**attrs)
+
+
+class ImportMessagesField(serializers.ListField):
+    """A list of messages; its errors are keyed by the index of the bad message."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__(child=ImportMessageInputSerializer(), allow_empty=False, **kwargs)
+
+
+class BatchMessagesField(ImportMessagesField):
+    """At most IMPORT_MAX_BATCH messages, counted before any of them is validated."""
+
+    def to_internal_value(self, data: object) -> list:
+        if isinstance(data, list) and len(data) > settings.IMPORT_MAX_BATCH:
+            raise serializers.ValidationError(
+                f"At most {settings.IMPORT_MAX_BATCH} messages in a batch."
+            )
+        return super().to_internal_value(data)
+
+
+class MessageBatchInputSerializer(serializers.Serializer):
+    messages = BatchMessagesField(
+        help_text="1 to IMPORT_MAX_BATCH messages `{role, content, created_at?}`, in order."
+    )
+
+
+class MessageBatchSerializer(serializers.Serializer):
+    """The answer of POST …/messages/batch: the batch's messages with their sequences."""
+
+    messages = MessageSerializer(many=True)
+    total = serializers.IntegerField(help_text="The number of messages in this batch.")
+
+
+class ConversationImportLineSerializer(serializers.Serializer):
+    """One line of an import_conversations file (docs/conversation-memory.md)."""
+
+    username = serializers.CharField()
+    legacy_id = serializers.UUIDField()
+    # Lengths are checked by services.validate_conversation_fields.
+    title = serializers.CharField(required=False, allow_blank=True, default="")
+    persona = serializers.CharField(required=False, allow_blank=True, default="")
+    messages = ImportMessagesField()
 
 
 class MessageListQuerySerializer(serializers.Serializer):

@@ -1,8 +1,8 @@
-"""Admin for support staff: legacies, memberships and facts."""
+"""Admin for support staff: legacies, memberships, invitations and facts."""
 
 from django.contrib import admin
 
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 
 
 class LegacyMembershipInline(admin.TabularInline):
@@ -26,6 +26,15 @@ class LegacyMembershipAdmin(admin.ModelAdmin):
     list_filter = ["role"]
     search_fields = ["legacy__name", "user__username"]
     list_select_related = ["legacy", "user"]
+
+
+@admin.register(LegacyInvitation)
+class LegacyInvitationAdmin(admin.ModelAdmin):
+    list_display = ["username", "legacy", "role", "status", "invited_by", "created_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["username", "legacy__name", "invited_by__username"]
+    list_select_related = ["legacy", "invited_by"]
+    raw_id_fields = ["invited_user", "invited_by"]
 
 
 @admin.register(LegacyFact)

@@ -8,8 +8,40 @@ urlpatterns = [
     path("legacies", apis.LegacyListCreateApi.as_view(), name="api-legacies"),
     path(
         "legacies/<uuid:legacy_id>/members",
-        apis.LegacyMemberCreateApi.as_view(),
+        apis.LegacyMemberListCreateApi.as_view(),
         name="api-legacy-members",
+    ),
+    # Before members/<username>: "me" is the caller (a user named "me" leaves through it too).
+    path(
+        "legacies/<uuid:legacy_id>/members/me",
+        apis.LegacyMemberLeaveApi.as_view(),
+        name="api-legacy-member-leave",
+    ),
+    path(
+        "legacies/<uuid:legacy_id>/members/<str:username>",
+        apis.LegacyMemberDetailApi.as_view(),
+        name="api-legacy-member",
+    ),
+    path(
+        "legacies/<uuid:legacy_id>/invitations",
+        apis.LegacyInvitationListCreateApi.as_view(),
+        name="api-legacy-invitations",
+    ),
+    path(
+        "legacies/<uuid:legacy_id>/invitations/<uuid:invitation_id>",
+        apis.LegacyInvitationDetailApi.as_view(),
+        name="api-legacy-invitation",
+    ),
+    path("invitations", apis.InvitationListApi.as_view(), name="api-invitations"),
+    path(
+        "invitations/<uuid:invitation_id>/accept",
+        apis.InvitationAcceptApi.as_view(),
+        name="api-invitation-accept",
+    ),
+    path(
+        "invitations/<uuid:invitation_id>/decline",
+        apis.InvitationDeclineApi.as_view(),
+        name="api-invitation-decline",
     ),
     path(
         "ai/legacies/<uuid:legacy_id>/facts",

@@ -1,5 +1,7 @@
-"""REST endpoints of legacies, their members, and legacy facts (seed 000)."""
+"""REST endpoints of legacies, their family and invitations, and legacy facts (seed 000)."""
 
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -14,9 +16,16 @@ from facts.serializers import (
     FactSerializer,
     FactUpdateSerializer,
     FactVisibilitySerializer,
+    FamilySerializer,
+    InvitationInputSerializer,
+    InvitationListSerializer,
+    InvitationSentSerializer,
+    InvitationSerializer,
     LegacyInputSerializer,
+    LegacyInvitationListSerializer,
     LegacySerializer,
     MemberInputSerializer,
+    MembershipEndedSerializer,
     MembershipSerializer,
 )
 from memory_site.core.api import error_responses, paginate, paginated
@@ -50,18 +59,50 @@ class LegacyListCreateApi(APIView):
         return Response(LegacySerializer(legacy).data, status=status.HTTP_201_CREATED)
 
 
-class LegacyMemberCreateApi(APIView):
+def _added_by_integration(request: Request, username: str) -> bool:
+    """Whether the request came through an integration credential that holds the consent of
+    `username` to join a family: one of the DRF authentication classes named in
+    settings.FAMILY_DIRECT_ADD_AUTHENTICATORS, which, if it has a `may_add_member(request,
+    username)`, also agrees (a platform key: only its own platform's users). Sessions and API
+    tokens never do."""
+    authenticator = request.successful_authenticator
+    if authenticator is None:
+        return False
+    name = f"{type(authenticator).__module__}.{type(authenticator).__qualname__}"
+    if name not in settings.FAMILY_DIRECT_ADD_AUTHENTICATORS:
+        return False
+    may_add = getattr(authenticator, "may_add_member", None)
+    return may_add is None or may_add(request, username)
+
+
+class LegacyMemberListCreateApi(APIView):
     @extend_schema(
-        summary="Add a member to a legacy",
-        description="`{username, role}` (role `member`, the default, or `owner`). Only the "
-        "legacy's owner adds members (403 for a member); 400 for an unknown username, 409 "
-        "when that user already belongs to the legacy, 404 for a legacy I do not belong to.",
+        summary="List the family of a legacy",
+        description="Every member of the legacy with their `role` (owner or member) and when "
+        "they joined, longest-standing first. Any member may list; 404 for a legacy I do not "
+        "belong to.",
+        responses={200: FamilySerializer, **error_responses(401, 404)},
+    )
+    def get(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        members = list(selectors.legacy_members(legacy=legacy))
+        return Response(FamilySerializer({"members": members, "total": len(members)}).data)
+
+    @extend_schema(
+        summary="Add a member to a legacy directly",
+        description="`{username, role}` (role `member`, the default, or `owner`). For platform "
+        "integrations only, which hold their users' consent (the authentication classes of "
+        "`FAMILY_DIRECT_ADD_AUTHENTICATORS`): a person's session or API token gets 403 "
+        "`invitation_required` and invites instead (`POST /api/legacies/{id}/invitations`). "
+        "The caller must be the legacy's owner; 400 for an unknown username, 409 when that user "
+        "already belongs to the legacy, 404 for a legacy I do not belong to.",
         request=MemberInputSerializer,
         responses={
             201: MembershipSerializer,
             **error_responses(
                 400, 401, 403, 404, 409,
-                descriptions={403: "Only the legacy's owner adds members.",
+                descriptions={403: "Not a platform integration (`invitation_required`: invite "
+                              "instead), or not the legacy's owner.",
                               409: "That user is already a member."},
             ),
         },
@@ -70,10 +111,174 @@ class LegacyMemberCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        if not _added_by_integration(request, data.validated_data["username"]):
+            raise services.InvitationRequired()
         membership = services.legacy_member_add(
             legacy=legacy, added_by=request.user, **data.validated_data
         )
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+def _ended(username: str, ended: services.MembershipLeft) -> Response:
+    new_owner = ended.new_owner.get_username() if ended.new_owner is not None else None
+    body = {
+        "username": username, "facts_made_private": ended.facts_made_private,
+        "new_owner": new_owner,
+    }
+    return Response(MembershipEndedSerializer(body).data)
+
+
+class LegacyMemberLeaveApi(APIView):
+    @extend_schema(
+        summary="Leave a legacy's family",
+        description="I leave the family: my shared facts about the legacy become private (they "
+        "stay mine, in my export); my conversations about it stay mine but cannot be opened "
+        "while I am not a member. If I was its only owner, the longest-standing other member "
+        "becomes owner (`new_owner`). 409 `last_member` when I am its only member; 404 for a "
+        "legacy I do not belong to.",
+        request=None,
+        responses={200: MembershipEndedSerializer, **error_responses(401, 404, 409, descriptions={
+            409: "`last_member`: the only member cannot leave; erase your data instead."})},
+    )
+    def delete(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        left = services.membership_leave(legacy=legacy, user=request.user)
+        return _ended(request.user.get_username(), left)
+
+
+class LegacyMemberDetailApi(APIView):
+    @extend_schema(
+        summary="Remove a member from a legacy's family",
+        description="An owner removes a member by username; what happens to them is what "
+        "happens when a member leaves (their shared facts become private, their conversations "
+        "stay theirs but closed). My own username is leaving. 403 for a caller who is not an "
+        "owner, 404 when nobody of that username is a member or for a legacy I do not belong "
+        "to, 409 `last_member` for the only member.",
+        request=None,
+        responses={200: MembershipEndedSerializer, **error_responses(401, 403, 404, 409, descriptions={
+            403: "Only the legacy's owner removes members.",
+            409: "`last_member`: the only member cannot leave."})},
+    )
+    def delete(self, request: Request, legacy_id: str, username: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        removed = services.membership_remove(
+            legacy=legacy, removed_by=request.user, username=username
+        )
+        return _ended(username, removed)
+
+
+class LegacyInvitationListCreateApi(APIView):
+    @extend_schema(
+        summary="List the pending invitations of a legacy",
+        description="The legacy's invitations nobody has answered yet, oldest first, for its "
+        "owners (403 for a member, 404 for a legacy I do not belong to). An invitation to a "
+        "username with no account is listed like any other and never answered.",
+        responses={200: LegacyInvitationListSerializer, **error_responses(401, 403, 404, descriptions={
+            403: "Only the legacy's owner sees its invitations."})},
+    )
+    def get(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        if not selectors.is_legacy_owner(legacy=legacy, user=request.user):
+            raise PermissionDenied("Only the legacy's owner can see its invitations.")
+        invitations = list(selectors.legacy_pending_invitations(legacy=legacy))
+        body = {"invitations": invitations, "total": len(invitations)}
+        return Response(LegacyInvitationListSerializer(body).data)
+
+    @extend_schema(
+        summary="Invite someone to a legacy's family",
+        description="`{username, role}` (role `member`, the default, or `owner`). The person "
+        "becomes a member only by accepting (`POST /api/invitations/{id}/accept`). 202 with the "
+        "same body whether or not an account of that name exists. Only an owner invites (403 "
+        "for a member, 404 for a legacy I do not belong to); 400 for myself or bad input; 409 "
+        "`already_member` or `already_invited` (a pending invitation of that username).",
+        request=InvitationInputSerializer,
+        responses={
+            202: InvitationSentSerializer,
+            **error_responses(400, 401, 403, 404, 409, descriptions={
+                403: "Only the legacy's owner invites people.",
+                409: "`already_member`, or `already_invited`: that username has a pending "
+                "invitation."}),
+        },
+    )
+    def post(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        data = InvitationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        invitation = services.invitation_create(
+            legacy=legacy, invited_by=request.user, **data.validated_data
+        )
+        body = {
+            "username": invitation.username,
+            "role": invitation.role,
+            "detail": services.invitation_sent_message(invitation),
+        }
+        return Response(InvitationSentSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+
+class LegacyInvitationDetailApi(APIView):
+    @extend_schema(
+        summary="Withdraw a pending invitation",
+        description="An owner withdraws an invitation of the legacy nobody has answered yet; "
+        "the username may be invited again. 403 for a member, 404 for an unknown or answered "
+        "invitation or a legacy I do not belong to.",
+        request=None,
+        responses={204: None, **error_responses(401, 403, 404, descriptions={
+            403: "Only the legacy's owner withdraws invitations."})},
+    )
+    def delete(self, request: Request, legacy_id: str, invitation_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        services.invitation_withdraw(
+            legacy=legacy, withdrawn_by=request.user, invitation_id=invitation_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationListApi(APIView):
+    @extend_schema(
+        summary="List my pending invitations",
+        description="The invitations to a family waiting for my answer, oldest first.",
+        responses={200: InvitationListSerializer, **error_responses(401)},
+    )
+    def get(self, request: Request) -> Response:
+        invitations = list(selectors.invitations_pending_for(request.user))
+        body = {"invitations": invitations, "total": len(invitations)}
+        return Response(InvitationListSerializer(body).data)
+
+
+class InvitationAcceptApi(APIView):
+    @extend_schema(
+        summary="Accept an invitation",
+        description="I join the legacy's family with the invitation's role: 201 with my "
+        "membership. 404 for someone else's invitation or one whose legacy is gone; 409 "
+        "`invitation_answered` when I have already answered it.",
+        request=None,
+        responses={201: MembershipSerializer, **error_responses(401, 404, 409, descriptions={
+            409: "`invitation_answered`: already accepted or declined."})},
+    )
+    def post(self, request: Request, invitation_id: str) -> Response:
+        invitation = selectors.invitation_for_invitee(
+            user=request.user, invitation_id=invitation_id
+        )
+        membership = services.invitation_accept(invitation=invitation, user=request.user)
+        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class InvitationDeclineApi(APIView):
+    @extend_schema(
+        summary="Decline an invitation",
+        description="I do not join: 200 with the invitation, now `declined`; the owner may "
+        "invite me again. 404 for someone else's invitation or one whose legacy is gone; 409 "
+        "`invitation_answered` when I have already answered it.",
+        request=None,
+        responses={200: InvitationSerializer, **error_responses(401, 404, 409, descriptions={
+            409: "`invitation_answered`: already accepted or declined."})},
+    )
+    def post(self, request: Request, invitation_id: str) -> Response:
+        invitation = selectors.invitation_for_invitee(
+            user=request.user, invitation_id=invitation_id
+        )
+        invitation = services.invitation_decline(invitation=invitation, user=request.user)
+        return Response(InvitationSerializer(invitation).data)
 
 
 class LegacyFactListCreateApi(APIView):

@@ -105,3 +105,58 @@ class LegacyFact(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.category}] {self.content[:60]}"
+
+
+class LegacyInvitation(models.Model):
+    """An owner's invitation to join a legacy's family; the invitee becomes a member only by
+    accepting it (docs/facts.md "Invitations"). `username` is the name the owner typed: a row
+    is kept for an unknown one too (with no `invited_user`, so nobody can ever answer it), so
+    that inviting an unknown and a known username behave the same."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        DECLINED = "declined", "Declined"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    legacy = models.ForeignKey(Legacy, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    invited_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="legacy_invitations",
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="legacy_invitations_sent"
+    )
+    role = models.CharField(
+        max_length=10, choices=LegacyMembership.Role.choices, default=LegacyMembership.Role.MEMBER
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["invited_user", "status"], name="ix_invitation_invitee_status"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["legacy", "username"],
+                condition=Q(status="pending"),
+                name="unique_pending_invitation",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "accepted", "declined"]),
+                name="legacy_invitation_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "member"]), name="legacy_invitation_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.username} to {self.legacy} ({self.status})"

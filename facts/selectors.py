@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
 
 
@@ -37,6 +37,53 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
     """The family, longest-standing member first."""
     return legacy.memberships.select_related("user").order_by("joined_at", "id")
+
+
+def invitations_pending_for(user: AbstractBaseUser) -> QuerySet[LegacyInvitation]:
+    """The invitations waiting for the user's answer, oldest first."""
+    if not user.is_authenticated:
+        return LegacyInvitation.objects.none()
+    return (
+        LegacyInvitation.objects.filter(
+            invited_user=user, status=LegacyInvitation.Status.PENDING
+        )
+        .select_related("legacy", "invited_by")
+        .order_by("created_at", "id")
+    )
+
+
+def invitation_for_invitee(*, user: AbstractBaseUser, invitation_id: object) -> LegacyInvitation:
+    """An invitation addressed to the user, answered or not; anyone else's, or one whose
+    legacy is gone, is NotFound (also an id that is not a UUID)."""
+    if not user.is_authenticated:
+        raise NotFound()
+    try:
+        invitation = (
+            LegacyInvitation.objects.filter(pk=invitation_id, invited_user=user)
+            .select_related("legacy", "invited_by")
+            .first()
+        )
+    except (ValidationError, ValueError):
+        raise NotFound() from None
+    if invitation is None:
+        raise NotFound()
+    return invitation
+
+
+def legacy_pending_invitations(*, legacy: Legacy) -> QuerySet[LegacyInvitation]:
+    """The legacy's invitations not answered yet, for its owners (an unknown username's among
+    them, which nobody can answer), oldest first."""
+    return (
+        legacy.invitations.filter(status=LegacyInvitation.Status.PENDING)
+        .select_related("invited_by")
+        .order_by("created_at", "id")
+    )
+
+
+def is_legacy_owner(*, legacy: Legacy, user: AbstractBaseUser) -> bool:
+    return LegacyMembership.objects.filter(
+        legacy=legacy, user=user, role=LegacyMembership.Role.OWNER
+    ).exists()
 
 
 def legacy_heir(

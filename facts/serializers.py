@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.api import IsoDateTimeField
 
 
@@ -31,6 +31,80 @@ class MembershipSerializer(serializers.ModelSerializer):
     class Meta:
         model = LegacyMembership
         fields = ["id", "legacy_id", "username", "role", "joined_at"]
+
+
+class FamilyMemberSerializer(serializers.ModelSerializer):
+    """One member of a legacy's family, as every member sees them."""
+
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = LegacyMembership
+        fields = ["username", "role", "joined_at"]
+
+
+class FamilySerializer(serializers.Serializer):
+    """The family of a legacy, longest-standing member first."""
+
+    members = FamilyMemberSerializer(many=True)
+    total = serializers.IntegerField()
+
+
+class MembershipEndedSerializer(serializers.Serializer):
+    """What a member leaving, or being removed, did (docs/facts.md "Family")."""
+
+    username = serializers.CharField(help_text="Who is no longer a member.")
+    facts_made_private = serializers.IntegerField(
+        help_text="How many of their shared facts about the legacy became private."
+    )
+    new_owner = serializers.CharField(
+        allow_null=True, help_text="Who became owner because the only owner left, or null."
+    )
+
+
+class InvitationInputSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
+
+
+class InvitationSentSerializer(serializers.Serializer):
+    """The answer to an invitation, the same whether an account of that name exists or not."""
+
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=LegacyMembership.Role.choices)
+    detail = serializers.CharField()
+
+
+class LegacyInvitationSerializer(serializers.ModelSerializer):
+    """A pending invitation of a legacy, as its owners see it."""
+
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+
+    class Meta:
+        model = LegacyInvitation
+        fields = ["id", "username", "role", "invited_by", "created_at"]
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its invitee sees it."""
+
+    legacy_id = serializers.UUIDField(read_only=True)
+    legacy_name = serializers.CharField(source="legacy.name", read_only=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+
+    class Meta:
+        model = LegacyInvitation
+        fields = ["id", "legacy_id", "legacy_name", "invited_by", "role", "status", "created_at"]
+
+
+class InvitationListSerializer(serializers.Serializer):
+    invitations = InvitationSerializer(many=True)
+    total = serializers.IntegerField()
+
+
+class LegacyInvitationListSerializer(serializers.Serializer):
+    invitations = LegacyInvitationSerializer(many=True)
+    total = serializers.IntegerField()
 
 
 class FactSerializer(serializers.ModelSerializer):

@@ -8,16 +8,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.utils import timezone
 
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from facts.selectors import legacy_heir
-from memory_site.core.errors import Conflict, NotFound
+from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.locks import LockNamespace
 from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
 
 LEGACY_NAME_MAX_CHARS = 200
+INVITATION_USERNAME_MAX_CHARS = 150
 
 
 def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
@@ -86,33 +87,218 @@ def membership_leave(*, legacy: Legacy, user: AbstractBaseUser) -> MembershipLef
     NotFound if the user is not a member, LastMemberCannotLeave if nobody else is.
     """
     with transaction.atomic():
-        # The legacy row lock serialises everyone leaving or erasing: two last-but-one members
-        # leaving at once cannot both go and leave the legacy with nobody.
-        legacy = Legacy.objects.select_for_update().get(pk=legacy.pk)
-        members = list(
-            LegacyMembership.objects.filter(legacy=legacy).order_by("joined_at", "id")
-        )
+        legacy, members = _lock_family(legacy)
         membership = next((m for m in members if m.user_id == user.pk), None)
         if membership is None:
             raise NotFound()
-        others = [m for m in members if m.user_id != user.pk]
-        if not others:
-            raise LastMemberCannotLeave()
-        heir = legacy_heir(membership=membership, others=others)
-        if heir is not None:
-            heir.role = LegacyMembership.Role.OWNER
-            heir.save(update_fields=["role"])
-        if legacy.created_by_id == user.pk:
-            owners = [m for m in others if m.role == LegacyMembership.Role.OWNER]
-            legacy.created_by_id = (owners or others)[0].user_id
-            legacy.save(update_fields=["created_by"])
-        made_private = LegacyFact.objects.filter(
-            legacy=legacy, user=user, visibility=LegacyFact.Visibility.SHARED
-        ).update(visibility=LegacyFact.Visibility.PRIVATE, updated_at=timezone.now())
-        membership.delete()
+        return _membership_end(legacy=legacy, membership=membership, members=members)
+
+
+def membership_remove(
+    *, legacy: Legacy, removed_by: AbstractBaseUser, username: str
+) -> MembershipLeft:
+    """An owner removes a member from the family: the same as that member leaving
+    (membership_leave), their facts and conversations included. Removing oneself is leaving.
+    Raises PermissionDenied for a caller who is not an owner, NotFound when nobody of that
+    username is a member."""
+    if username == removed_by.get_username():
+        return membership_leave(legacy=legacy, user=removed_by)
+    with transaction.atomic():
+        legacy, members = _lock_family(legacy)
+        if not any(
+            m.user_id == removed_by.pk and m.role == LegacyMembership.Role.OWNER for m in members
+        ):
+            raise PermissionDenied("Only the legacy's owner can remove members.")
+        membership = next((m for m in members if m.user.get_username() == username), None)
+        if membership is None:
+            raise NotFound("Nobody of that username is a member of this legacy.")
+        return _membership_end(legacy=legacy, membership=membership, members=members)
+
+
+def _lock_family(legacy: Legacy) -> tuple[Legacy, list[LegacyMembership]]:
+    """The legacy row, locked, and its members, longest-standing first. The lock serialises
+    everyone joining, leaving, being removed or erasing: two last-but-one members leaving at
+    once cannot both go and leave the legacy with nobody."""
+    try:
+        legacy = Legacy.objects.select_for_update().get(pk=legacy.pk)
+    except Legacy.DoesNotExist:
+        raise NotFound() from None
+    members = list(
+        LegacyMembership.objects.filter(legacy=legacy)
+        .select_related("user")
+        .order_by("joined_at", "id")
+    )
+    return legacy, members
+
+
+def _membership_end(
+    *, legacy: Legacy, membership: LegacyMembership, members: list[LegacyMembership]
+) -> MembershipLeft:
+    """The membership goes, by leaving or removal; call inside _lock_family's transaction."""
+    others = [m for m in members if m.pk != membership.pk]
+    if not others:
+        raise LastMemberCannotLeave()
+    heir = legacy_heir(membership=membership, others=others)
+    if heir is not None:
+        heir.role = LegacyMembership.Role.OWNER
+        heir.save(update_fields=["role"])
+    if legacy.created_by_id == membership.user_id:
+        owners = [m for m in others if m.role == LegacyMembership.Role.OWNER]
+        legacy.created_by_id = (owners or others)[0].user_id
+        legacy.save(update_fields=["created_by"])
+    made_private = LegacyFact.objects.filter(
+        legacy=legacy, user_id=membership.user_id, visibility=LegacyFact.Visibility.SHARED
+    ).update(visibility=LegacyFact.Visibility.PRIVATE, updated_at=timezone.now())
+    membership.delete()
     return MembershipLeft(
         facts_made_private=made_private, new_owner=heir.user if heir is not None else None
     )
+
+
+# --- Invitations (docs/facts.md "Invitations") ------------------------------------------------
+
+
+class AlreadyMember(Conflict):
+    code = "already_member"
+    default_message = "That user is already a member of this legacy."
+
+
+class AlreadyInvited(Conflict):
+    code = "already_invited"
+    default_message = "That username already has a pending invitation to this legacy."
+
+
+class InvitationRequired(ApplicationError):
+    """A person's credentials (a session, an API token) cannot add someone to a family
+    without that person's consent: they invite them instead."""
+
+    code = "invitation_required"
+    status = 403
+    default_message = (
+        "People join a family by accepting an invitation: invite them with "
+        "POST /api/legacies/{id}/invitations. Only a platform integration adds its own users "
+        "directly."
+    )
+
+
+class InvitationAnswered(Conflict):
+    code = "invitation_answered"
+    default_message = "This invitation has already been answered."
+
+
+def _require_owner(*, legacy: Legacy, user: AbstractBaseUser, action: str) -> None:
+    if not LegacyMembership.objects.filter(
+        legacy=legacy, user=user, role=LegacyMembership.Role.OWNER
+    ).exists():
+        raise PermissionDenied(f"Only the legacy's owner can {action}.")
+
+
+def invitation_create(
+    *, legacy: Legacy, invited_by: AbstractBaseUser, username: str, role: str
+) -> LegacyInvitation:
+    """An owner invites someone by username. Whether an account of that name exists is not
+    told: an unknown username gets a pending invitation too, one nobody can answer.
+    Raises PermissionDenied (not an owner), ValidationError (oneself, a bad role or
+    username), AlreadyMember, AlreadyInvited."""
+    _require_owner(legacy=legacy, user=invited_by, action="invite people")
+    username = (username or "").strip()
+    errors: dict[str, list[str]] = {}
+    if not username:
+        errors["username"] = ["Give the username of the person to invite."]
+    elif len(username) > INVITATION_USERNAME_MAX_CHARS:
+        errors["username"] = [f"At most {INVITATION_USERNAME_MAX_CHARS} characters."]
+    elif username == invited_by.get_username():
+        errors["username"] = ["You are already a member: you cannot invite yourself."]
+    if role not in LegacyMembership.Role.values:
+        errors["role"] = [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]
+    if errors:
+        raise ValidationError(errors)
+    reject_nul(username=username)
+    with transaction.atomic():
+        legacy, members = _lock_family(legacy)
+        if any(m.user.get_username() == username for m in members):
+            raise AlreadyMember()
+        if legacy.invitations.filter(
+            username=username, status=LegacyInvitation.Status.PENDING
+        ).exists():
+            raise AlreadyInvited()
+        invitee = get_user_model().objects.filter(username=username).first()
+        return LegacyInvitation.objects.create(
+            legacy=legacy, username=username, invited_user=invitee, invited_by=invited_by,
+            role=role,
+        )
+
+
+def invitation_sent_message(invitation: LegacyInvitation) -> str:
+    """What the owner is told, the same whether an account of that name exists or not."""
+    return (
+        f"If {invitation.username} has an account, they can now accept or decline the "
+        f"invitation to {invitation.legacy.name}'s family."
+    )
+
+
+def _lock_pending_invitation(
+    *, invitation: LegacyInvitation, user: AbstractBaseUser
+) -> tuple[Legacy, list[LegacyMembership], LegacyInvitation]:
+    """The legacy (locked first, the order of every family write), its members, and the
+    user's invitation, locked and still pending; NotFound once the legacy or the invitation
+    is gone, InvitationAnswered once it has been answered."""
+    legacy, members = _lock_family(invitation.legacy)
+    invitation = (
+        LegacyInvitation.objects.select_for_update()
+        .filter(pk=invitation.pk, invited_user=user)
+        .first()
+    )
+    if invitation is None:
+        raise NotFound()
+    if invitation.status != LegacyInvitation.Status.PENDING:
+        raise InvitationAnswered()
+    return legacy, members, invitation
+
+
+def invitation_accept(*, invitation: LegacyInvitation, user: AbstractBaseUser) -> LegacyMembership:
+    """The invitee accepts: they join the family with the invitation's role. Raises NotFound
+    (not theirs, or the legacy is gone) or InvitationAnswered."""
+    with transaction.atomic():
+        legacy, members, invitation = _lock_pending_invitation(invitation=invitation, user=user)
+        membership = next((m for m in members if m.user_id == user.pk), None)
+        # A platform may have added them meanwhile: then the invitation is only spent.
+        if membership is None:
+            membership = LegacyMembership.objects.create(
+                legacy=legacy, user=user, role=invitation.role
+            )
+        invitation.status = LegacyInvitation.Status.ACCEPTED
+        invitation.answered_at = timezone.now()
+        invitation.save(update_fields=["status", "answered_at"])
+    return membership
+
+
+def invitation_decline(*, invitation: LegacyInvitation, user: AbstractBaseUser) -> LegacyInvitation:
+    """The invitee declines; the owner may invite them again later."""
+    with transaction.atomic():
+        _, _, invitation = _lock_pending_invitation(invitation=invitation, user=user)
+        invitation.status = LegacyInvitation.Status.DECLINED
+        invitation.answered_at = timezone.now()
+        invitation.save(update_fields=["status", "answered_at"])
+    return invitation
+
+
+def invitation_withdraw(
+    *, legacy: Legacy, withdrawn_by: AbstractBaseUser, invitation_id: object
+) -> None:
+    """An owner withdraws a pending invitation of the legacy (the row goes). Raises
+    PermissionDenied (not an owner) or NotFound."""
+    _require_owner(legacy=legacy, user=withdrawn_by, action="withdraw invitations")
+    with transaction.atomic():
+        _lock_family(legacy)
+        try:
+            deleted, _ = LegacyInvitation.objects.filter(
+                pk=invitation_id, legacy=legacy, status=LegacyInvitation.Status.PENDING
+            ).delete()
+        except (ValidationError, ValueError):
+            raise NotFound() from None
+        if not deleted:
+            raise NotFound()
 
 
 def normalize_fact_text(content: str) -> str:
@@ -427,6 +613,7 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
             others.setdefault(membership.legacy_id, []).append(membership)
         facts, _ = LegacyFact.objects.filter(user=user).delete()
         memberships, _ = LegacyMembership.objects.filter(user=user).delete()
+        LegacyInvitation.objects.filter(Q(invited_user=user) | Q(invited_by=user)).delete()
         deleted: list[object] = []
         transferred = 0
         for legacy in legacies:

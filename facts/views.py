@@ -1,5 +1,5 @@
 """Dashboard pages of legacies, their family and their facts: review, share, edit and delete
-(htmx in place), and leaving a legacy."""
+(htmx in place), inviting, answering invitations, and leaving a legacy."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from facts import selectors, services
-from facts.forms import LeaveLegacyForm
+from facts.forms import InvitationAnswerForm, InviteForm, LeaveLegacyForm
 from facts.models import Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
 from memory_site.core.text import NUL_MESSAGE, has_nul
@@ -88,16 +88,101 @@ def legacy_list(request: HttpRequest) -> HttpResponse:
     return render(request, "facts/legacy_list.html", {"legacies": legacies})
 
 
+def _render_legacy_detail(
+    request: HttpRequest, legacy: Legacy, invite_form: InviteForm | None = None, status: int = 200
+) -> HttpResponse:
+    is_owner = selectors.is_legacy_owner(legacy=legacy, user=request.user)
+    context = {
+        "legacy": legacy,
+        "members": selectors.legacy_members(legacy=legacy),
+        "is_owner": is_owner,
+        "invitations": selectors.legacy_pending_invitations(legacy=legacy) if is_owner else [],
+        "invite_form": invite_form or InviteForm(),
+    }
+    return render(request, "facts/legacy_detail.html", context, status=status)
+
+
 @login_required
 @require_GET
 def legacy_detail(request: HttpRequest, legacy_id: str) -> HttpResponse:
-    """The legacy's page: its family (who, owner or member, since when), for members only."""
+    """The legacy's page: its family (who, owner or member, since when), for members only;
+    for owners also the pending invitations and the invite form."""
     legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
-    return render(
-        request,
-        "facts/legacy_detail.html",
-        {"legacy": legacy, "members": selectors.legacy_members(legacy=legacy)},
+    return _render_legacy_detail(request, legacy)
+
+
+@login_required
+@require_POST
+def legacy_invite(request: HttpRequest, legacy_id: str) -> HttpResponse:
+    """An owner invites someone (the legacy page's form); back to the legacy page with the
+    same message whether or not the username has an account."""
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        return _render_legacy_detail(request, legacy, form, status=400)
+    try:
+        invitation = services.invitation_create(
+            legacy=legacy, invited_by=request.user, **form.cleaned_data
+        )
+    except ValidationError as exc:
+        for field, errors in _first_errors(exc).items():
+            form.add_error(None if field == "non_field_errors" else field, errors)
+        return _render_legacy_detail(request, legacy, form, status=400)
+    except (services.AlreadyMember, services.AlreadyInvited) as exc:
+        # The owner sees the family and its invitations anyway: say which, by the field.
+        form.add_error("username", exc.message)
+        return _render_legacy_detail(request, legacy, form, status=409)
+    messages.success(request, services.invitation_sent_message(invitation))
+    return redirect("facts:legacy_detail", legacy_id=legacy.pk)
+
+
+@login_required
+@require_POST
+def legacy_invitation_withdraw(
+    request: HttpRequest, legacy_id: str, invitation_id: str
+) -> HttpResponse:
+    legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+    services.invitation_withdraw(
+        legacy=legacy, withdrawn_by=request.user, invitation_id=invitation_id
     )
+    messages.success(request, "Invitation withdrawn.")
+    return redirect("facts:legacy_detail", legacy_id=legacy.pk)
+
+
+@login_required
+@require_GET
+def invitations(request: HttpRequest) -> HttpResponse:
+    """My pending invitations, each with Accept and Decline."""
+    pending = selectors.invitations_pending_for(request.user)
+    return render(request, "facts/invitations.html", {"invitations": pending})
+
+
+@login_required
+@require_POST
+def invitation_answer(request: HttpRequest, invitation_id: str) -> HttpResponse:
+    """Accept or decline one of my invitations: in place with htmx (the row says what
+    happened, the nav count follows); without, to the legacy page or back to the list."""
+    invitation = selectors.invitation_for_invitee(user=request.user, invitation_id=invitation_id)
+    form = InvitationAnswerForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Answer accept or decline.", status=400, content_type="text/plain")
+    accepted = form.cleaned_data["answer"] == "accept"
+    if accepted:
+        services.invitation_accept(invitation=invitation, user=request.user)
+        note = f"You have joined the family of {invitation.legacy.name}."
+    else:
+        services.invitation_decline(invitation=invitation, user=request.user)
+        note = f"You have declined the invitation to {invitation.legacy.name}'s family."
+    if request.htmx:
+        return render(
+            request,
+            "facts/_invitation_row.html",
+            {"invitation": invitation, "answered": note, "accepted": accepted, "oob_nav": True},
+        )
+    messages.success(request, note)
+    if accepted:
+        return redirect("facts:legacy_detail", legacy_id=invitation.legacy_id)
+    return redirect("facts:invitations")
 
 
 @login_required

@@ -52,11 +52,14 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_q",
     "axes",
+    "rest_framework_api_key",
     "facts",
     "conversations",
     "agent_memory",
     # The project roof: seed_demo and the demo data of every app.
     "memory_site",
+    # Platforms' keys and users (the chat frontend acting for its users).
+    "memory_site.platforms",
 ]
 
 MIDDLEWARE = [
@@ -89,6 +92,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "facts.context_processors.pending_invitations",
             ],
         },
     },
@@ -155,12 +159,21 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 
 # --- REST API -----------------------------------------------------------------------------
+# DRF authentication classes (dotted paths) of integrations that hold their users' consent to
+# join a family, so may add them directly (POST /api/legacies/{id}/members): the platform keys'.
+# Sessions and API tokens invite instead (docs/facts.md "Invitations").
+FAMILY_DIRECT_ADD_AUTHENTICATORS: list[str] = [
+    "memory_site.platforms.authentication.PlatformKeyAuthentication",
+]
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "memory_site.platforms.authentication.PlatformKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's IsAuthenticated, with a clear 403 for a platform key without X-User-Id.
+    "DEFAULT_PERMISSION_CLASSES": ["memory_site.platforms.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -260,6 +273,8 @@ CONVERSATION_TITLE_MAX_CHARS = env_int("CONVERSATION_TITLE_MAX_CHARS", 200)
 PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
 # Also in tokens, so that a persona always leaves room in CONTEXT_TOKEN_BUDGET.
 PERSONA_MAX_TOKENS = env_int("PERSONA_MAX_TOKENS", 1000)
+# The most messages of one POST …/messages/batch, and the batch size of import_conversations.
+IMPORT_MAX_BATCH = env_int("IMPORT_MAX_BATCH", 500)
 
 # --- Conversation memory: rolling summary (seed 002), archive (seed 000), session (seed 004) ---
 MEMORY_ROLLING_WINDOW_SIZE = env_int("MEMORY_ROLLING_WINDOW_SIZE", 14)
@@ -287,6 +302,16 @@ SESSION_OPEN_LOOPS_MAX = env_int("SESSION_OPEN_LOOPS_MAX", 10)
 FACT_MIN_CHARS = env_int("FACT_MIN_CHARS", 3)
 FACT_MAX_CHARS = env_int("FACT_MAX_CHARS", 500)
 FACT_DEDUP_SIMILARITY = env_float("FACT_DEDUP_SIMILARITY", 0.8)
+
+# --- Webhooks of platforms (docs/webhooks.md) -------------------------------------------------
+# Off: no event is queued at all. On: events of platform users reach their platform's endpoints.
+WEBHOOKS_ENABLED = env_bool("WEBHOOKS_ENABLED", True)
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0)
+# Attempts of one delivery; after the n-th failure the next waits this long doubled n-1 times.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5)
+WEBHOOK_RETRY_BACKOFF_SECONDS = env_int("WEBHOOK_RETRY_BACKOFF_SECONDS", 30)
+# Only for development and tests: lets endpoints resolve to private or loopback addresses.
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
 
 # --- Agent memories (seeds 003, 001) ----------------------------------------------------------
 MEMORY_CONTENT_MIN_CHARS = env_int("MEMORY_CONTENT_MIN_CHARS", 5)

@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/", include("facts.api_urls")),
     path("api/", include("conversations.api_urls")),
     path("api/me/data", privacy_apis.MyDataApi.as_view(), name="me-data"),
+    path("api/", include("memory_site.platforms.api_urls")),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(template_name="registration/login.html"),

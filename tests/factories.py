@@ -18,7 +18,7 @@ from conversations.models import (
     ConversationMemory,
     Message,
 )
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.ai import get_embedder
 
 
@@ -61,6 +61,17 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 
     legacy = factory.SubFactory(LegacyFactory)
     user = factory.SubFactory(UserFactory)
+    role = "member"
+
+
+class InvitationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = LegacyInvitation
+
+    legacy = factory.SubFactory(LegacyFactory)
+    invited_user = factory.SubFactory(UserFactory)
+    username = factory.LazyAttribute(lambda invitation: invitation.invited_user.username)
+    invited_by = factory.LazyAttribute(lambda invitation: invitation.legacy.created_by)
     role = "member"
 
 

@@ -1,7 +1,10 @@
 """REST endpoints of conversations, their messages, rolling summaries and archived chunks."""
 
+from collections.abc import Collection
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +19,8 @@ from conversations.serializers import (
     ConversationListQuerySerializer,
     ConversationMemorySerializer,
     ConversationSerializer,
+    MessageBatchInputSerializer,
+    MessageBatchSerializer,
     MessageInputSerializer,
     MessageListQuerySerializer,
     MessageSerializer,
@@ -35,6 +40,19 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 def idempotency_key(request: Request) -> str | None:
     """The request's Idempotency-Key header, None without one; a malformed key is a 400."""
     return services.validate_idempotency_key(request.headers.get("Idempotency-Key"))
+
+
+def postable_roles(request: Request) -> Collection[str] | None:
+    """The roles the caller may post: a person signed in to the dashboard (a session) only their
+    own `user` messages; an integration credential (an API token, a platform key) every role
+    (None)."""
+    if isinstance(request.successful_authenticator, SessionAuthentication):
+        return services.PERSON_ROLES
+    return None
+
+
+ROLE_403 = ("Signed in to the dashboard (a session), a person may post only `user` messages; "
+            "nothing written.")
 
 
 class ConversationListCreateApi(APIView):
@@ -149,7 +167,8 @@ class MessageListCreateApi(APIView):
         description="`{role, content}` with the next sequence number, committed before the "
         "answer; an assistant message enqueues the summarisation job. Only the conversation's "
         "user (404 otherwise); 400 for empty, too long or NUL-carrying content. Send an "
-        "Idempotency-Key to retry safely.",
+        "Idempotency-Key to retry safely. Every role with an integration credential (API token, "
+        "platform key); with a dashboard session only `user` (403 otherwise).",
         request=MessageInputSerializer,
         parameters=[IDEMPOTENCY_HEADER],
         responses={
@@ -160,9 +179,12 @@ class MessageListCreateApi(APIView):
                 "written.",
             ),
             **error_responses(
-                400, 401, 404, 409,
-                descriptions={409: "The Idempotency-Key was used for another message (other "
-                              "role or content); nothing written."},
+                400, 401, 403, 404, 409,
+                descriptions={
+                    403: ROLE_403,
+                    409: "The Idempotency-Key was used for another message (other role or "
+                    "content); nothing written.",
+                },
             ),
         },
     )
@@ -174,11 +196,63 @@ class MessageListCreateApi(APIView):
         data = MessageInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         message, created = services.message_append(
-            conversation=conversation, idempotency_key=key, **data.validated_data
+            conversation=conversation, idempotency_key=key, allowed_roles=postable_roles(request),
+            **data.validated_data,
         )
         return Response(
             MessageSerializer(message).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class MessageBatchCreateApi(APIView):
+    @extend_schema(
+        summary="Import a batch of messages",
+        description="`{messages: [{role, content, created_at?}, …]}`: 1 to IMPORT_MAX_BATCH "
+        "messages of an existing history appended in one transaction with the next sequences, "
+        "all or nothing; answers `{messages, total}` before the archive catches up in the "
+        "background (the summarisation job is enqueued once). `created_at` keeps the original "
+        "time: not in the future, not before the message before it nor the conversation's last "
+        "message. A bad message is a 400 whose `errors.messages` names its index "
+        "(`{\"messages\": {\"3\": {\"content\": [...]}}}`); nothing is written. With an "
+        "Idempotency-Key the same batch sent again writes nothing and answers 200 with the "
+        "messages saved the first time. Every role with an integration credential; with a "
+        "dashboard session only `user`. Only the conversation's user (404 otherwise). See "
+        "docs/conversation-memory.md#importing-histories.",
+        request=MessageBatchInputSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: MessageBatchSerializer,
+            200: OpenApiResponse(
+                MessageBatchSerializer,
+                description="The batch saved earlier with this Idempotency-Key; nothing written.",
+            ),
+            **error_responses(
+                400, 401, 403, 404, 409,
+                descriptions={
+                    400: "Invalid input, nothing written: `errors.messages` is a list of "
+                    "messages for the whole batch (none, or over IMPORT_MAX_BATCH) or an object "
+                    "of the bad messages' errors by index.",
+                    403: ROLE_403,
+                    409: "The Idempotency-Key was used for another batch; nothing written.",
+                },
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_for_user(
+            user=request.user, conversation_id=conversation_id
+        )
+        key = idempotency_key(request)
+        data = MessageBatchInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        batch = services.messages_import(
+            conversation=conversation, messages=data.validated_data["messages"],
+            idempotency_key=key, allowed_roles=postable_roles(request),
+        )
+        return Response(
+            MessageBatchSerializer(batch).data,
+            status=status.HTTP_201_CREATED if batch.created else status.HTTP_200_OK,
         )
 
 

@@ -2,13 +2,25 @@
 deleting a conversation."""
 
 from conversations.services.deletion import conversation_delete
+from conversations.services.imports import (
+    BatchIdempotencyConflict,
+    BatchInvalid,
+    ConversationImport,
+    ImportMessage,
+    MessageBatch,
+    conversation_import,
+    import_errors,
+    messages_import,
+)
 from conversations.services.messages import (
     IDEMPOTENCY_KEY_MAX_CHARS,
+    PERSON_ROLES,
     IdempotencyConflict,
     conversation_close,
     conversation_create,
     message_append,
     user_data_erase,
+    validate_conversation_fields,
     validate_idempotency_key,
     validate_message_content,
 )
@@ -33,9 +45,15 @@ from conversations.services.turn import (
 )
 
 __all__ = [
+    "BatchIdempotencyConflict",
+    "BatchInvalid",
     "ChatAnswer",
+    "ConversationImport",
     "IDEMPOTENCY_KEY_MAX_CHARS",
     "IdempotencyConflict",
+    "ImportMessage",
+    "MessageBatch",
+    "PERSON_ROLES",
     "TurnConflict",
     "TurnInProgress",
     "TurnProviderError",
@@ -46,6 +64,8 @@ __all__ = [
     "conversation_close",
     "conversation_create",
     "conversation_delete",
+    "conversation_import",
+    "import_errors",
     "conversations_close_idle",
     "rolling_summaries_recover_stuck",
     "rolling_summary_begin",
@@ -53,8 +73,10 @@ __all__ = [
     "rolling_summary_retry",
     "rolling_summary_update",
     "message_append",
+    "messages_import",
     "turn_run",
     "user_data_erase",
+    "validate_conversation_fields",
     "validate_idempotency_key",
     "validate_message_content",
 ]

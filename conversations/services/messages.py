@@ -1,8 +1,10 @@
 """Writes of conversations, the append-only message log and the session state it updates."""
 
+from collections.abc import Collection
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -14,7 +16,20 @@ from memory_site.core.ai import count_tokens
 from memory_site.core.errors import Conflict, NotFound
 from memory_site.core.text import nul_errors, reject_nul
 
-APPENDABLE_ROLES = {choice for choice in Message.Role.values}
+APPENDABLE_ROLES = frozenset(Message.Role.values)
+# What a person signed in to the dashboard may post: their own words. The agent's, the system's
+# and the tools' messages come from integration credentials (docs/conversation-memory.md).
+PERSON_ROLES = frozenset({Message.Role.USER.value})
+ROLE_NOT_ALLOWED = (
+    "Signed in to the dashboard, you may post only user messages; the agent's, system and tool "
+    "messages come from an integration (an API token or a platform key)."
+)
+
+
+def check_roles_allowed(roles: Collection[str], allowed_roles: Collection[str] | None) -> None:
+    """PermissionDenied when a role is outside `allowed_roles` (None: every role)."""
+    if allowed_roles is not None and not set(roles) <= set(allowed_roles):
+        raise PermissionDenied(ROLE_NOT_ALLOWED)
 
 
 class IdempotencyConflict(Conflict):
@@ -27,6 +42,13 @@ def conversation_create(
     *, user: AbstractBaseUser, legacy: Legacy, title: str = "", persona: str = ""
 ) -> Conversation:
     """Start a conversation; the caller has already checked that `user` is a member of `legacy`."""
+    title, persona = validate_conversation_fields(title=title, persona=persona)
+    return Conversation.objects.create(user=user, legacy=legacy, title=title, persona=persona)
+
+
+def validate_conversation_fields(*, title: str, persona: str) -> tuple[str, str]:
+    """The title and persona, stripped; ValidationError on the field that is too long or
+    carries a NUL (also used to check an import file before anything is written)."""
     title = (title or "").strip()
     persona = (persona or "").strip()
     errors = {}
@@ -39,7 +61,7 @@ def conversation_create(
     errors = nul_errors(title=title, persona=persona) | errors
     if errors:
         raise ValidationError(errors)
-    return Conversation.objects.create(user=user, legacy=legacy, title=title, persona=persona)
+    return title, persona
 
 
 def validate_message_content(content: str) -> str:
@@ -85,15 +107,18 @@ def message_append(
     content: str,
     metadata: dict | None = None,
     idempotency_key: str | None = None,
+    allowed_roles: Collection[str] | None = None,
 ) -> tuple[Message, bool]:
     """Append a message with the next gap-free sequence number.
 
     Returns (message, created). With an idempotency key already used in this
     conversation, the earlier message is returned and nothing is written; IdempotencyConflict
-    when that message has another role or content.
+    when that message has another role or content. PermissionDenied, and nothing written, for
+    a role outside `allowed_roles` (None: every role).
     """
     if role not in APPENDABLE_ROLES:
         raise ValidationError({"role": [f"Must be one of: {', '.join(sorted(APPENDABLE_ROLES))}."]})
+    check_roles_allowed([role], allowed_roles)
     validate_message_content(content)
     if idempotency_key and (
         replayed := _replayed(conversation, idempotency_key, role=role, content=content)

@@ -16,6 +16,7 @@ from conversations import queue, selectors
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.services import messages as message_services
 from facts.services import fact_create
+from memory_site.core import events
 from memory_site.core.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
 from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
@@ -197,6 +198,10 @@ def rolling_summary_generate(*, memory: ConversationMemory) -> ConversationMemor
         raise ConversationGone(memory.conversation_id)
     if memory.status != ConversationMemory.Status.COMPLETED:
         return memory  # too late: the sweep had failed the row, and it stays failed
+    events.publish(events.SUMMARY_COMPLETED, user_id=conversation.user_id, data={
+        "conversation_id": str(conversation.pk), "legacy_id": str(conversation.legacy_id),
+        "summary_id": str(memory.pk), "start_sequence": start, "end_sequence": end,
+    })
     if start > 0:
         logger.info("Sliding window: dropping seq 0-%s for %s", start - 1, conversation.pk)
     logger.info("Summarized messages %s-%s for %s in %sms", start, end, conversation.pk, elapsed)
@@ -284,9 +289,10 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
                 content=extraction.summary, embedding=vectors[0],
                 message_range_start=start, message_range_end=end,
             )
+            fact_ids = []
             for fact in extraction.facts:
                 try:
-                    fact_create(
+                    stored, created = fact_create(
                         legacy=legacy, user=conversation.user, category=fact.category,
                         content=fact.content, source_conversation=conversation,
                         source_range=(start, end),
@@ -294,6 +300,10 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
                 except ValidationError as exc:
                     # One unusable fact (too long, say) must not block the range forever.
                     logger.warning("Skipped an extracted fact for %s: %s", conversation.pk, exc)
+                    continue
+                if created:
+                    fact_ids.append(stored.pk)
+            _publish_archived(conversation=conversation, chunk=chunk, fact_ids=fact_ids)
     except IntegrityError:
         if ConversationChunk.objects.filter(
             conversation=conversation, message_range_start=start, message_range_end=end
@@ -304,6 +314,22 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
     logger.info("Archived messages %s-%s of %s with %d facts", start, end, conversation.pk,
                 len(extraction.facts))
     return chunk
+
+
+def _publish_archived(*, conversation: Conversation, chunk: ConversationChunk,
+                      fact_ids: list[object]) -> None:
+    """The webhook events of one archive batch, sent once its transaction commits."""
+    start, end = chunk.message_range_start, chunk.message_range_end
+    common = {"conversation_id": str(conversation.pk), "legacy_id": str(conversation.legacy_id),
+              "message_range": [start, end]}
+    fully = end >= Message.objects.filter(conversation=conversation).count()
+    events.publish(events.CONVERSATION_ARCHIVED, user_id=conversation.user_id, data={
+        **common, "chunk_id": str(chunk.pk), "fully_archived": fully,
+    })
+    if fact_ids:
+        events.publish(events.FACTS_EXTRACTED, user_id=conversation.user_id, data={
+            **common, "fact_ids": [str(pk) for pk in fact_ids], "count": len(fact_ids),
+        })
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 from agent_memory import services as agent_memory_services
 from conversations import services as conversations_services
 from facts import services as facts_services
+from memory_site.core import events
 
 
 def account_erase(*, user: AbstractBaseUser) -> dict[str, int]:
@@ -38,4 +39,6 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
             account_erase,
         ):
             counts.update(step(user=user))
+        # Delivered once this commits; a platform user's row (their external id) is kept.
+        events.publish(events.USER_ERASED, user_id=user.pk, data={"erased": counts})
     return counts

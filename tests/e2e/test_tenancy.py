@@ -8,7 +8,7 @@ something that does not exist.
 import pytest
 
 from conversations.models import Conversation, Message
-from facts.models import Legacy, LegacyMembership
+from facts.models import Legacy, LegacyInvitation, LegacyMembership
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
@@ -21,6 +21,7 @@ def _state() -> tuple:
     return (
         Legacy.objects.count(),
         LegacyMembership.objects.count(),
+        LegacyInvitation.objects.count(),
         Conversation.objects.count(),
         Message.objects.count(),
     )
@@ -43,8 +44,10 @@ def world(family):
 
 # (method, path template, body, {caller: expected status})
 ROUTES = [
-    ("post", "/api/legacies/{legacy}/members", {"username": "cousin", "role": "member"},
-     {"anonymous": 401, "stranger": 404, "other_family": 404, "fellow_member": 403, "owner": 201}),
+    ("get", "/api/legacies/{legacy}/members", None,
+     {"anonymous": 401, "stranger": 404, "other_family": 404, "fellow_member": 200, "owner": 200}),
+    ("post", "/api/legacies/{legacy}/invitations", {"username": "cousin", "role": "member"},
+     {"anonymous": 401, "stranger": 404, "other_family": 404, "fellow_member": 403, "owner": 202}),
     ("post", "/api/ai/conversations", {"legacy_id": "{legacy}"},
      {"anonymous": 401, "stranger": 404, "other_family": 404, "fellow_member": 201, "owner": 201}),
     ("get", "/api/ai/conversations/{conversation}", None,
@@ -73,7 +76,7 @@ def test_route_matrix(world, caller, method, template, body, expected):
         assert _state() == before
         detail = {
             401: "Authentication credentials were not provided.",
-            403: "Only the legacy's owner can add members.",
+            403: "Only the legacy's owner can invite people.",
             404: "Not found.",
         }[expected[caller]]
         assert response.json()["detail"] == detail

@@ -1,8 +1,11 @@
-"""The legacies API: create, list, paginate, add members, with bad input and without a token."""
+"""The legacies API: create, list, paginate, add members (integrations only), with bad input and
+without a token."""
 
 import pytest
+from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Message
+from facts import services
 from facts.models import Legacy, LegacyMembership
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
@@ -81,9 +84,22 @@ def test_a_non_json_body_is_a_clear_400(owner_client):
     assert _state() == before
 
 
-def test_owner_adds_a_member(owner_client, family):
+# A stand-in for the platform keys: a client authenticated with force_authenticate counts as
+# an integration that holds its users' consent (settings.FAMILY_DIRECT_ADD_AUTHENTICATORS).
+INTEGRATION = "rest_framework.request.ForcedAuthentication"
+
+
+@pytest.fixture
+def integration_owner(settings, family) -> APIClient:
+    settings.FAMILY_DIRECT_ADD_AUTHENTICATORS = [INTEGRATION]
+    client = APIClient()
+    client.force_authenticate(family.owner)
+    return client
+
+
+def test_an_integration_adds_a_member_directly(integration_owner, family):
     newcomer = UserFactory(username="cousin")
-    response = owner_client.post(
+    response = integration_owner.post(
         f"/api/legacies/{family.legacy.pk}/members",
         {"username": "cousin", "role": "member"},
         format="json",
@@ -96,6 +112,28 @@ def test_owner_adds_a_member(owner_client, family):
     assert LegacyMembership.objects.filter(legacy=family.legacy, user=newcomer).exists()
 
 
+@pytest.mark.parametrize("client_of", ["token", "session"])
+def test_a_person_cannot_add_a_member_without_their_consent(family, client_of):
+    """Issue 13: an owner's session or token invites instead; nothing is written."""
+    UserFactory(username="cousin")
+    if client_of == "token":
+        caller = api_client_for(family.owner)
+    else:
+        caller = APIClient()
+        caller.force_login(family.owner)
+    before = _state()
+    response = caller.post(
+        f"/api/legacies/{family.legacy.pk}/members",
+        {"username": "cousin", "role": "member"},
+        format="json",
+    )
+    assert response.status_code == 403
+    assert response.json() == {
+        "detail": services.InvitationRequired.default_message, "code": "invitation_required",
+    }
+    assert _state() == before
+
+
 @pytest.mark.parametrize(
     ("payload", "status", "code"),
     [
@@ -105,10 +143,10 @@ def test_owner_adds_a_member(owner_client, family):
         ({"username": "member", "role": "member"}, 409, "conflict"),
     ],
 )
-def test_add_member_bad_input(owner_client, family, payload, status, code):
+def test_add_member_bad_input(integration_owner, family, payload, status, code):
     UserFactory(username="cousin")
     before = _state()
-    response = owner_client.post(
+    response = integration_owner.post(
         f"/api/legacies/{family.legacy.pk}/members", payload, format="json"
     )
     assert response.status_code == status
@@ -116,18 +154,23 @@ def test_add_member_bad_input(owner_client, family, payload, status, code):
     assert _state() == before
 
 
-def test_a_member_cannot_add_members_and_strangers_cannot_see_the_legacy(family):
+def test_a_member_cannot_add_members_and_strangers_cannot_see_the_legacy(settings, family):
+    settings.FAMILY_DIRECT_ADD_AUTHENTICATORS = [INTEGRATION]
     UserFactory(username="cousin")
     before = _state()
     url = f"/api/legacies/{family.legacy.pk}/members"
     payload = {"username": "cousin", "role": "member"}
-    response = api_client_for(family.member).post(url, payload, format="json")
+    as_member = APIClient()
+    as_member.force_authenticate(family.member)
+    response = as_member.post(url, payload, format="json")
     assert response.status_code == 403
     assert response.json() == {
         "detail": "Only the legacy's owner can add members.", "code": "permission_denied",
     }
     for user in (family.stranger, family.other_member):
-        response = api_client_for(user).post(url, payload, format="json")
+        as_user = APIClient()
+        as_user.force_authenticate(user)
+        response = as_user.post(url, payload, format="json")
         assert response.status_code == 404
         assert response.json() == {"detail": "Not found.", "code": "not_found"}
     assert _state() == before

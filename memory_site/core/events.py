@@ -1,0 +1,51 @@
+"""Domain events for platforms' webhooks: a service publishes one inside its transaction, and a
+job (memory_site.platforms.webhooks.fan_out, enqueued by name on commit) delivers it.
+
+The events (docs/webhooks.md): `facts.extracted`, `summary.completed`, `conversation.archived`
+and `user.erased`. `fact.superseded` is reserved for the corrections issue and not yet emitted.
+"""
+
+import json
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.utils import timezone
+from django_q.tasks import async_task
+
+FAN_OUT_TASK = "memory_site.platforms.webhooks.fan_out"
+
+FACTS_EXTRACTED = "facts.extracted"
+SUMMARY_COMPLETED = "summary.completed"
+CONVERSATION_ARCHIVED = "conversation.archived"
+USER_ERASED = "user.erased"
+EVENT_TYPES = (FACTS_EXTRACTED, SUMMARY_COMPLETED, CONVERSATION_ARCHIVED, USER_ERASED)
+
+
+def publish(event_type: str, *, user_id: int, data: dict[str, Any]) -> None:
+    """Queue the event of `user_id` once the current transaction commits (at once outside one);
+    a rolled-back write publishes nothing. A no-op with WEBHOOKS_ENABLED off. `data` becomes
+    JSON here (UUIDs and datetimes as strings)."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"Unknown event type {event_type!r}")
+    if not settings.WEBHOOKS_ENABLED:
+        return
+    event = {
+        "id": str(uuid.uuid4()),
+        "type": event_type,
+        "created_at": timezone.now().isoformat(),
+        "user_id": user_id,
+        "data": json.loads(json.dumps(data, cls=DjangoJSONEncoder)),
+    }
+    # robust: a broker that fails to take the event never fails the write that published it.
+    transaction.on_commit(lambda: _enqueue(event), robust=True)
+
+
+def _enqueue(event: dict[str, Any]) -> None:
+    # `sync` follows the settings at call time, as in conversations.queue.
+    async_task(
+        FAN_OUT_TASK, event, group="webhooks", task_name=f"event:{event['id']}",
+        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+    )

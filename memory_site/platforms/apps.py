@@ -1,0 +1,13 @@
+"""App config of the platforms: registers the OpenAPI scheme of their keys."""
+
+from django.apps import AppConfig
+
+
+class PlatformsConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "memory_site.platforms"
+    label = "platforms"
+    verbose_name = "Platforms"
+
+    def ready(self) -> None:
+        from memory_site.platforms import schema  # noqa: F401 - registers the OpenAPI extension

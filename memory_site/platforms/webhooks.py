@@ -1,0 +1,237 @@
+"""Webhooks: the endpoint URL rules (http(s) only, public addresses only), the signature, and the
+two jobs, `fan_out` (an event to a delivery per endpoint of the user's platform) and `deliver`
+(one signed POST, retried with backoff). Delivery is at least once: receivers dedupe by
+X-Webhook-Id. See docs/webhooks.md."""
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import json
+import logging
+import socket
+import time
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django_q.models import Schedule
+from django_q.tasks import async_task, schedule
+
+from memory_site.platforms.models import PlatformUser, WebhookDelivery, WebhookEndpoint
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "memory_site.platforms.webhooks.deliver"
+SIGNATURE_HEADER = "X-Webhook-Signature"
+TIMESTAMP_HEADER = "X-Webhook-Timestamp"
+ID_HEADER = "X-Webhook-Id"
+EVENT_HEADER = "X-Webhook-Event"
+USER_AGENT = "legacy-memory-webhooks/1"
+# Enough of an answer to end the request cleanly; the body itself is not kept.
+RESPONSE_READ_LIMIT = 64 * 1024
+
+
+class WebhookUrlError(ValueError):
+    """The URL is not one a webhook may be sent to."""
+
+
+def _address_allowed(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not (
+        ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
+        or ip.is_multicast or ip.is_unspecified or not ip.is_global
+    )
+
+
+def webhook_url_resolve(url: str) -> str:
+    """The address to connect to for `url`: http or https, a host, no credentials, and (unless
+    WEBHOOK_ALLOW_PRIVATE_ADDRESSES) every address the host resolves to public. Checked at
+    registration and again before each attempt, and the request goes to the address checked,
+    so a DNS answer that changes in between cannot point it inside the network."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise WebhookUrlError(f"not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise WebhookUrlError("only http and https URLs are allowed.")
+    if not parts.hostname:
+        raise WebhookUrlError("the URL has no host.")
+    if parts.username is not None or parts.password is not None:
+        raise WebhookUrlError("the URL must not contain credentials.")
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise WebhookUrlError(f"the host {parts.hostname!r} could not be resolved.") from None
+    addresses = [info[4][0] for info in infos]
+    if not addresses:
+        raise WebhookUrlError(f"the host {parts.hostname!r} could not be resolved.")
+    if not settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES and not all(map(_address_allowed, addresses)):
+        raise WebhookUrlError(
+            "the host resolves to a private, loopback, link-local or reserved address."
+        )
+    return addresses[0]
+
+
+def webhook_url_validate(url: str) -> str:
+    """`url` if a webhook may be registered for it; ValidationError on the `url` field if not."""
+    try:
+        webhook_url_resolve(url)
+    except WebhookUrlError as exc:
+        raise ValidationError({"url": [f"url: {exc}"]}) from None
+    return url
+
+
+def webhook_signature(*, secret: str, timestamp: int, body: bytes) -> str:
+    """`sha256=` and the hex HMAC-SHA256 of `<timestamp>.<body>` with the endpoint's secret."""
+    message = f"{timestamp}.".encode() + body
+    return "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def _post(*, url: str, body: bytes, headers: dict[str, str]) -> int:
+    """POST to the checked address of `url`; redirects are never followed. The status code."""
+    address = webhook_url_resolve(url)
+    parts = urlsplit(url)
+    connection_class = (
+        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    )
+    connection = connection_class(
+        parts.hostname, parts.port, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
+    )
+    # The Host header and TLS (SNI, certificate) keep the name; the socket goes to the address.
+    connection._create_connection = lambda where, *args, **kwargs: socket.create_connection(
+        (address, where[1]), *args, **kwargs
+    )
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        response.read(RESPONSE_READ_LIMIT)
+        return response.status
+    finally:
+        connection.close()
+
+
+def _enqueue_delivery(delivery_id: int) -> None:
+    async_task(
+        DELIVER_TASK, delivery_id, group="webhooks", task_name=f"webhook:{delivery_id}",
+        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+    )
+
+
+def fan_out(event: dict[str, Any]) -> int:
+    """Job: one pending delivery of `event` (from memory_site.core.events.publish) per active
+    endpoint of the user's platform, each delivered by its own job. Nothing for a user who is
+    not a platform's. Safe to run twice: an event has one delivery per endpoint. Returns how
+    many deliveries it created."""
+    platform_user = (
+        PlatformUser.objects.select_related("platform").filter(user_id=event["user_id"]).first()
+    )
+    if platform_user is None:
+        return 0
+    endpoints = list(
+        WebhookEndpoint.objects.filter(platform=platform_user.platform, active=True)
+    )
+    payload = {
+        "id": event["id"],
+        "type": event["type"],
+        "created_at": event["created_at"],
+        "user": {"external_id": platform_user.external_id},
+        "data": event["data"],
+    }
+    created = []
+    with transaction.atomic():
+        for endpoint in endpoints:
+            delivery, new = WebhookDelivery.objects.get_or_create(
+                endpoint=endpoint, event_id=event["id"],
+                defaults={"event_type": event["type"], "payload": payload,
+                          "next_attempt_at": timezone.now()},
+            )
+            if new:
+                created.append(delivery.pk)
+        for delivery_id in created:
+            transaction.on_commit(
+                lambda delivery_id=delivery_id: _enqueue_delivery(delivery_id), robust=True
+            )
+    return len(created)
+
+
+def _claim_attempt(delivery_id: int) -> WebhookDelivery | None:
+    with transaction.atomic():
+        delivery = (
+            WebhookDelivery.objects.select_for_update().select_related("endpoint")
+            .filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING).first()
+        )
+        if delivery is None:
+            return None
+        delivery.attempts += 1
+        if not delivery.endpoint.active:
+            delivery.status = WebhookDelivery.Status.FAILED
+            delivery.last_error = "the endpoint was deactivated"
+            delivery.next_attempt_at = None
+        delivery.save(update_fields=["attempts", "status", "last_error", "next_attempt_at"])
+    return delivery if delivery.status == WebhookDelivery.Status.PENDING else None
+
+
+def deliver(delivery_id: int) -> str:
+    """Job: one attempt of a pending delivery. A 2xx answer delivers it; anything else (another
+    status, a redirect, a timeout, a refused address) is retried after WEBHOOK_RETRY_BACKOFF_SECONDS
+    doubled per earlier attempt, by a one-off django-q2 schedule, until WEBHOOK_MAX_ATTEMPTS,
+    then it has failed. Never raises for the endpoint's faults; a delivered or failed delivery
+    is left alone. Returns the status."""
+    delivery = _claim_attempt(delivery_id)
+    if delivery is None:
+        return "skipped"
+    body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode()
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        ID_HEADER: str(delivery.event_id),
+        EVENT_HEADER: delivery.event_type,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: webhook_signature(
+            secret=delivery.endpoint.secret, timestamp=timestamp, body=body
+        ),
+    }
+    status_code, error = None, ""
+    try:
+        status_code = _post(url=delivery.endpoint.url, body=body, headers=headers)
+    except Exception as exc:  # noqa: BLE001 - whatever the endpoint does, the job records it
+        error = f"{type(exc).__name__}: {exc}"
+    if status_code is not None and 200 <= status_code < 300:
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=WebhookDelivery.Status.DELIVERED, last_status_code=status_code,
+            last_error="", next_attempt_at=None, delivered_at=timezone.now(),
+        )
+        return WebhookDelivery.Status.DELIVERED
+    if status_code is not None:
+        error = f"redirect not followed (HTTP {status_code})" if 300 <= status_code < 400 else (
+            f"HTTP {status_code}"
+        )
+    if delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=WebhookDelivery.Status.FAILED, last_status_code=status_code,
+            last_error=error[:300], next_attempt_at=None,
+        )
+        logger.warning("Webhook delivery %s failed after %d attempts: %s",
+                       delivery.pk, delivery.attempts, error)
+        return WebhookDelivery.Status.FAILED
+    wait = settings.WEBHOOK_RETRY_BACKOFF_SECONDS * 2 ** (delivery.attempts - 1)
+    next_attempt_at = timezone.now() + timedelta(seconds=wait)
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            last_status_code=status_code, last_error=error[:300], next_attempt_at=next_attempt_at,
+        )
+        schedule(DELIVER_TASK, delivery.pk, schedule_type=Schedule.ONCE, repeats=-1,
+                 next_run=next_attempt_at)
+    logger.info("Webhook delivery %s attempt %d failed (%s); next at %s",
+                delivery.pk, delivery.attempts, error, next_attempt_at)
+    return WebhookDelivery.Status.PENDING

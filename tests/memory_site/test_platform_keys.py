@@ -1,0 +1,334 @@
+"""Platform keys: `manage.py platform_key` creates (printing the key once), lists and revokes
+them; `Api-Key` + `X-User-Id` acts as that platform's user, created once on first use; bad keys
+are 401 and bad user ids 400 in the error format; a platform alone may only provision; two
+platforms never share a user, and the rate limit counts per platform user."""
+
+import io
+
+import pytest
+import yaml
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from conversations.models import Conversation
+from memory_site.platforms.models import Platform, PlatformKey, PlatformUser
+from memory_site.platforms.services import platform_key_create
+from tests.conftest import api_client_for
+from tests.factories import ConversationFactory, LegacyFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+User = get_user_model()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counts():
+    cache.clear()
+
+
+def _client(key: str, user_id: str | None = None) -> APIClient:
+    client = APIClient()
+    headers = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
+    if user_id is not None:
+        headers["HTTP_X_USER_ID"] = user_id
+    client.credentials(**headers)
+    return client
+
+
+def _create(name: str) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("platform_key", "create", name, stdout=out, stderr=err)
+    return out.getvalue().strip()
+
+
+def test_create_prints_the_key_once_and_stores_only_its_hash():
+    out, err = io.StringIO(), io.StringIO()
+    call_command("platform_key", "create", "chat-frontend", stdout=out, stderr=err)
+    key = out.getvalue().strip()
+    row = PlatformKey.objects.get()
+    assert row.platform.name == "chat-frontend" and row.name == "chat-frontend"
+    assert key.startswith(f"{row.prefix}.") and len(key) > 30
+    assert key not in row.hashed_key and key != row.id
+    assert "not shown again" in err.getvalue() and key not in err.getvalue()
+    listed = io.StringIO()
+    call_command("platform_key", "list", stdout=listed)
+    assert listed.getvalue().split("\t")[:2] == [row.prefix, "chat-frontend"]
+    assert listed.getvalue().rstrip().endswith("active")
+    assert key not in listed.getvalue()
+
+
+def test_a_second_key_of_a_platform_reaches_the_same_users_and_revoke_ends_them_all():
+    first = _create("chat-frontend")
+    user = _client(first, "u-1").get("/api/legacies").wsgi_request.user
+    second = _create("chat-frontend")
+    assert Platform.objects.count() == 1
+    assert _client(second, "u-1").get("/api/legacies").wsgi_request.user == user
+    out = io.StringIO()
+    call_command("platform_key", "revoke", "chat-frontend", stdout=out)
+    assert out.getvalue() == "Revoked 2 key(s) of platform 'chat-frontend'.\n"
+    for key in (first, second):
+        response = _client(key, "u-1").get("/api/legacies")
+        assert response.status_code == 401
+        assert response.json() == {
+            "detail": "Invalid or revoked platform key.", "code": "authentication_failed"
+        }
+    listed = io.StringIO()
+    call_command("platform_key", "list", stdout=listed)
+    assert [line.rsplit("\t", 1)[1] for line in listed.getvalue().splitlines()] == [
+        "revoked", "revoked"
+    ]
+    with pytest.raises(CommandError, match="No platform named 'nobody'"):
+        call_command("platform_key", "revoke", "nobody", stdout=io.StringIO())
+
+
+def test_the_first_call_with_a_user_id_creates_the_user_once():
+    key = _create("chat-frontend")
+    client = _client(key, "user-42@example.org")
+    response = client.get("/api/legacies")
+    assert response.status_code == 200
+    assert response.json() == {"legacies": [], "total": 0, "limit": 50, "offset": 0}
+    created = client.post("/api/legacies", {"name": "Rose Whitfield"}, format="json")
+    assert created.status_code == 201
+    platform_user = PlatformUser.objects.get()
+    assert platform_user.external_id == "user-42@example.org"
+    assert platform_user.user.username == f"p{platform_user.platform_id}:user-42@example.org"
+    assert not platform_user.user.has_usable_password()
+    assert created.json()["role"] == "owner"
+    assert client.get("/api/legacies").json()["total"] == 1
+    assert User.objects.count() == 1
+
+
+def test_a_long_or_unicode_external_id_is_one_user_of_its_own():
+    key = _create("chat-frontend")
+    long_id = "x" * 255
+    assert _client(key, long_id).get("/api/legacies").status_code == 200
+    assert _client(key, long_id).get("/api/legacies").status_code == 200
+    unicode_id = "José Müller"
+    # WSGI hands headers over decoded as latin-1: what a client sending UTF-8 arrives as.
+    as_sent = unicode_id.encode().decode("latin-1")
+    assert _client(key, as_sent).get("/api/legacies").status_code == 200
+    assert sorted(PlatformUser.objects.values_list("external_id", flat=True)) == sorted(
+        [long_id, unicode_id]
+    )
+    assert User.objects.count() == 2
+    assert all(len(u.username) <= 150 for u in User.objects.all())
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Api-Key nothing.valid", "Api-Key ", "Api-Key a b", "Api-Key abc", "Api-Key .", "Api-Key\t",
+     "api-key nothing.valid"],
+)
+def test_an_unknown_or_malformed_key_is_a_401_and_creates_nobody(authorization):
+    _create("chat-frontend")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=authorization, HTTP_X_USER_ID="u-1")
+    response = client.get("/api/legacies")
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+    assert response["WWW-Authenticate"]
+    assert not User.objects.exists()
+
+
+def test_a_key_with_a_wrong_secret_is_a_401():
+    key = _create("chat-frontend")
+    prefix = key.partition(".")[0]
+    response = _client(f"{prefix}.{'x' * 32}", "u-1").get("/api/legacies")
+    assert response.status_code == 401
+    assert not User.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("user_id", "message"),
+    [
+        ("", "X-User-Id must not be empty."),
+        ("x" * 256, "X-User-Id must be at most 255 characters."),
+        ("a\nb", "X-User-Id must contain printable characters only (no control characters)."),
+        ("a\x00b", "X-User-Id must contain printable characters only (no control characters)."),
+        ("tab\there", "X-User-Id must contain printable characters only (no control characters)."),
+        ("\xff\xfe", "X-User-Id must be UTF-8."),
+    ],
+)
+def test_a_bad_user_id_is_a_400_in_the_error_format(user_id, message):
+    key = _create("chat-frontend")
+    response = _client(key, user_id).post("/api/legacies", {"name": "Rose"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": f"X-User-Id: {message}", "code": "invalid", "errors": {"X-User-Id": [message]}
+    }
+    assert not User.objects.exists()
+
+
+def test_without_a_user_id_only_provisioning_works():
+    key = _create("chat-frontend")
+    platform = _client(key)
+    response = platform.get("/api/legacies")
+    assert response.status_code == 403
+    assert response.json() == {
+        "detail": "A platform key acts for one of its users here: send the user's external id "
+        "in X-User-Id.",
+        "code": "user_id_required",
+    }
+    assert platform.post("/api/legacies", {"name": "Rose"}, format="json").status_code == 403
+    created = platform.post("/api/platform/users", {"external_id": "u-1"}, format="json")
+    assert created.status_code == 201
+    body = created.json()
+    assert set(body) == {"external_id", "username", "created_at"}
+    assert body["external_id"] == "u-1"
+    assert body["username"] == f"p{Platform.objects.get().pk}:u-1"
+    again = platform.post("/api/platform/users", {"external_id": "u-1"}, format="json")
+    assert again.status_code == 200 and again.json() == body
+    # The provisioned user is the one X-User-Id acts as.
+    user = _client(key, "u-1").get("/api/legacies").wsgi_request.user
+    assert user.username == body["username"]
+    assert User.objects.count() == 1
+
+
+def test_provisioning_refuses_bad_ids_and_other_credentials():
+    key = _create("chat-frontend")
+    response = _client(key).post("/api/platform/users", {"external_id": "a\nb"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == {
+        "external_id": ["external_id must contain printable characters only (no control "
+                        "characters)."]
+    }
+    response = _client(key).post("/api/platform/users", {"external_id": "x" * 256}, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+    response = _client(key).post("/api/platform/users", {}, format="json")
+    assert response.status_code == 400
+    person = UserFactory(username="margaret")
+    response = api_client_for(person).post(
+        "/api/platform/users", {"external_id": "u-1"}, format="json"
+    )
+    assert response.status_code == 403
+    assert response.json() == {"detail": "Only a platform key may call this.",
+                               "code": "permission_denied"}
+    assert APIClient().post("/api/platform/users", {"external_id": "u-1"},
+                            format="json").status_code == 401
+    assert not PlatformUser.objects.exists()
+
+
+def test_two_platforms_never_share_a_user():
+    first, second = _create("first"), _create("second")
+    one = _client(first, "same-id").get("/api/legacies").wsgi_request.user
+    two = _client(second, "same-id").get("/api/legacies").wsgi_request.user
+    assert one.pk != two.pk
+    assert PlatformUser.objects.filter(external_id="same-id").count() == 2
+    # Provisioning is per platform too.
+    provisioned = _client(first).post("/api/platform/users", {"external_id": "same-id"},
+                                      format="json")
+    assert provisioned.status_code == 200
+    assert provisioned.json()["username"] == one.username
+
+
+def test_a_platform_users_conversation_is_404_to_another_platforms_user_with_the_same_id():
+    first, second = _create("first"), _create("second")
+    owner = _client(first, "same-id")
+    legacy = owner.post("/api/legacies", {"name": "Rose"}, format="json").json()
+    conversation = owner.post(
+        "/api/ai/conversations", {"legacy_id": legacy["id"]}, format="json"
+    ).json()
+    path = f"/api/ai/conversations/{conversation['id']}"
+    assert owner.get(path).status_code == 200
+    other = _client(second, "same-id")
+    assert other.get(path).status_code == 404
+    assert other.get(f"{path}/messages").status_code == 404
+    response = other.post(f"{path}/messages", {"role": "user", "content": "x"}, format="json")
+    assert response.status_code == 404
+    assert other.get("/api/ai/conversations").json()["total"] == 0
+    assert Conversation.objects.get().messages.count() == 0
+
+
+def test_a_platform_user_reaches_what_a_signed_in_user_would_and_no_more():
+    key = _create("chat-frontend")
+    person = UserFactory(username="margaret")
+    legacy = LegacyFactory(name="Walter", created_by=person)
+    conversation = ConversationFactory(user=person, legacy=legacy)
+    client = _client(key, "margaret")
+    assert client.get(f"/api/ai/conversations/{conversation.pk}").status_code == 404
+    response = client.get("/api/legacies")
+    assert response.json()["total"] == 0
+    assert response.wsgi_request.user != person
+    assert response.wsgi_request.user.username == f"p{Platform.objects.get().pk}:margaret"
+
+
+def test_the_rate_limit_counts_per_platform_user(settings):
+    settings.THROTTLE_RATE_USER = "2/minute"
+    key = _create("chat-frontend")
+    one, two = _client(key, "u-1"), _client(key, "u-2")
+    assert one.get("/api/legacies").status_code == 200
+    assert one.get("/api/legacies").status_code == 200
+    refused = one.get("/api/legacies")
+    assert refused.status_code == 429
+    assert refused.json()["code"] == "throttled"
+    # Another user of the same platform (and key) has a count of their own.
+    assert two.get("/api/legacies").status_code == 200
+    assert two.get("/api/legacies").status_code == 200
+    assert two.get("/api/legacies").status_code == 429
+
+
+def test_the_admin_shows_platforms_keys_and_users(admin_client):
+    platform_key, _ = platform_key_create(name="chat-frontend")
+    for page in ("platform", "platformkey", "platformuser"):
+        assert admin_client.get(f"/admin/platforms/{page}/").status_code == 200
+    assert admin_client.get(f"/admin/platforms/platformkey/{platform_key.pk}/change/"
+                            ).status_code == 200
+    response = admin_client.post(
+        "/admin/platforms/platformkey/add/",
+        {"name": "second", "platform": platform_key.platform_id, "revoked": ""},
+    )
+    assert response.status_code == 302
+    assert PlatformKey.objects.filter(name="second", platform=platform_key.platform).exists()
+
+
+def test_the_schema_describes_the_key_and_x_user_id(client):
+    schema = yaml.safe_load(client.get("/api/schema").content)
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["platformKey"] | {"description": ""} == {
+        "type": "apiKey", "in": "header", "name": "Authorization", "description": ""
+    }
+    assert schemes["platformUserId"]["name"] == "X-User-Id"
+    assert schemes["platformUserId"]["in"] == "header"
+    # A user's call needs both; provisioning the key alone.
+    assert {"platformKey": [], "platformUserId": []} in (
+        schema["paths"]["/api/legacies"]["get"]["security"]
+    )
+    assert schema["paths"]["/api/platform/users"]["post"]["security"] == [{"platformKey": []}]
+
+
+def _memberships():
+    from facts.models import LegacyMembership
+
+    return sorted(LegacyMembership.objects.values_list("legacy_id", "user_id", "role"))
+
+
+def test_a_platform_adds_only_its_own_users_to_a_family_directly():
+    """Families by consent: the platform holds its users' consent, so it adds them directly;
+    anyone else (a person of the dashboard, another platform's user) is invited instead."""
+    first, second = _create("first"), _create("second")
+    owner = _client(first, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    sister = _client(first).post("/api/platform/users", {"external_id": "sister-7"},
+                                 format="json").json()["username"]
+    stranger_of_second = _client(second).post(
+        "/api/platform/users", {"external_id": "sister-7"}, format="json"
+    ).json()["username"]
+    person = UserFactory(username="dashboard-person")
+    before = _memberships()
+    for username in (stranger_of_second, person.username):
+        refused = owner.post(f"/api/legacies/{legacy['id']}/members",
+                             {"username": username, "role": "member"}, format="json")
+        assert refused.status_code == 403, username
+        assert refused.json()["code"] == "invitation_required"
+    assert _memberships() == before
+    added = owner.post(f"/api/legacies/{legacy['id']}/members",
+                       {"username": sister, "role": "member"}, format="json")
+    assert added.status_code == 201
+    assert added.json()["username"] == sister
+    # The sister now sees the family through the same key.
+    members = _client(first, "sister-7").get(f"/api/legacies/{legacy['id']}/members").json()
+    assert sorted(m["username"] for m in members["members"]) == sorted(
+        [sister, get_user_model().objects.get(platform_user__external_id="owner-1").username]
+    )

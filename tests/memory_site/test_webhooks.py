@@ -1,0 +1,340 @@
+"""Webhooks: a platform key registers, lists and removes its endpoints (secret shown once,
+another platform's is a 404); the pipeline's events reach a local receiver signed, stamped and
+with their id; a failing endpoint is retried with backoff, then failed, and never touches the
+pipeline; no http(s), private addresses and redirects are refused; users of no platform emit
+nothing."""
+
+import ast
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+from django_q.models import Schedule
+from rest_framework.test import APIClient
+
+from conversations.models import ConversationChunk
+from conversations.services import conversation_catch_up
+from facts.models import LegacyFact
+from memory_site.platforms.models import PlatformKey, WebhookDelivery, WebhookEndpoint
+from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
+from memory_site.platforms.webhooks import DELIVER_TASK, deliver
+from tests.factories import ConversationFactory, LegacyFactory, UserFactory, import_messages
+
+pytestmark = pytest.mark.django_db
+
+USER_LINES = [
+    "Mom was a nurse at St. Mary's Hospital in Dayton.",
+    "She loved gardening, especially her roses.",
+    "Mom was born in 1931 in Ohio.",
+]
+
+
+class Receiver:
+    """A local HTTP server that records every request and answers `status` (with `location`
+    for a redirect)."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.status = 200
+        self.location = ""
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                self.send_response(receiver.status)
+                if receiver.location:
+                    self.send_header("Location", receiver.location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, event_type: str | None = None) -> list[dict]:
+        return [
+            r for r in self.requests
+            if event_type is None or r["headers"]["X-Webhook-Event"] == event_type
+        ]
+
+
+@pytest.fixture
+def receiver():
+    server = Receiver()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _webhook_settings(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    settings.WEBHOOK_MAX_ATTEMPTS = 3
+    settings.WEBHOOK_RETRY_BACKOFF_SECONDS = 10
+
+
+def _client(key: str, user_id: str | None = None) -> APIClient:
+    client = APIClient()
+    headers = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
+    if user_id is not None:
+        headers["HTTP_X_USER_ID"] = user_id
+    client.credentials(**headers)
+    return client
+
+
+@pytest.fixture
+def platform():
+    _, key = platform_key_create(name="chat-frontend")
+    return key
+
+
+def _register(key: str, url: str) -> dict:
+    response = _client(key).post("/api/platform/webhooks", {"url": url}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def _platform_conversation(key: str, external_id: str = "user-42"):
+    platform = PlatformKey.objects.get_from_key(key).platform
+    platform_user, _ = platform_user_get_or_create(platform=platform, external_id=external_id)
+    legacy = LegacyFactory(name="Rose Whitfield", created_by=platform_user.user)
+    conversation = ConversationFactory(legacy=legacy, user=platform_user.user)
+    import_messages(conversation, (
+        ("user", f"{USER_LINES[(i // 2) % len(USER_LINES)]} This was turn {i}.") if i % 2 == 0
+        else ("assistant", "Thank you for sharing that.")
+        for i in range(32)
+    ))
+    return conversation
+
+
+def _catch_up(conversation, capture):
+    with capture(execute=True):
+        return conversation_catch_up(conversation=conversation)
+
+
+def _signature_ok(request: dict, secret: str) -> bool:
+    timestamp = request["headers"]["X-Webhook-Timestamp"]
+    expected = hmac.new(
+        secret.encode(), f"{timestamp}.".encode() + request["body"], hashlib.sha256
+    ).hexdigest()
+    return hmac.compare_digest(request["headers"]["X-Webhook-Signature"], f"sha256={expected}")
+
+
+def _run_scheduled_retries() -> int:
+    """What django-q2's scheduler does once the one-off retry schedules are due."""
+    runs = 0
+    while (due := Schedule.objects.filter(func=DELIVER_TASK).order_by("id").first()) is not None:
+        due.delete()
+        deliver(*ast.literal_eval(due.args))
+        runs += 1
+    return runs
+
+
+def test_register_list_and_delete_endpoints_with_the_secret_shown_once(platform, receiver):
+    created = _register(platform, receiver.url)
+    endpoint = WebhookEndpoint.objects.get()
+    assert created == {
+        "id": endpoint.pk, "url": receiver.url, "active": True,
+        "created_at": created["created_at"], "secret": endpoint.secret,
+    }
+    assert endpoint.secret.startswith("whsec_") and len(endpoint.secret) > 40
+    listed = _client(platform).get("/api/platform/webhooks")
+    assert listed.status_code == 200
+    assert listed.json() == [
+        {"id": endpoint.pk, "url": receiver.url, "active": True, "created_at": created["created_at"]}
+    ]
+    deleted = _client(platform).delete(f"/api/platform/webhooks/{endpoint.pk}")
+    assert deleted.status_code == 204
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_another_platforms_endpoint_is_a_404_and_stays(platform, receiver):
+    endpoint_id = _register(platform, receiver.url)["id"]
+    _, other = platform_key_create(name="other-frontend")
+    response = _client(other).delete(f"/api/platform/webhooks/{endpoint_id}")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No such webhook endpoint.", "code": "not_found"}
+    assert _client(other).get("/api/platform/webhooks").json() == []
+    assert WebhookEndpoint.objects.filter(pk=endpoint_id).exists()
+
+
+def test_only_a_platform_key_manages_webhooks(platform):
+    user_token = APIClient()
+    user_token.force_authenticate(UserFactory())
+    response = user_token.post("/api/platform/webhooks", {"url": "http://example.org/"},
+                               format="json")
+    assert response.status_code == 403
+    as_user = _client(platform, "user-42").get("/api/platform/webhooks")
+    assert as_user.status_code == 200  # the key is the platform's, with or without X-User-Id
+    assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1/", "private, loopback, link-local or reserved"),
+        ("http://169.254.169.254/latest/meta-data", "private, loopback, link-local or reserved"),
+        ("http://10.1.2.3:8080/", "private, loopback, link-local or reserved"),
+        ("http://[::1]/", "private, loopback, link-local or reserved"),
+        ("http://user:pw@example.org/", "credentials"),
+    ],
+)
+def test_private_addresses_are_refused_at_registration(platform, settings, url, message):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    response = _client(platform).post("/api/platform/webhooks", {"url": url}, format="json")
+    assert response.status_code == 400
+    assert message in json.dumps(response.json())
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_non_http_url_is_refused(platform):
+    response = _client(platform).post(
+        "/api/platform/webhooks", {"url": "ftp://example.org/hooks"}, format="json"
+    )
+    assert response.status_code == 400
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_archive_events_reach_the_receiver_signed(platform, receiver,
+                                                  django_capture_on_commit_callbacks):
+    secret = _register(platform, receiver.url)["secret"]
+    conversation = _platform_conversation(platform)
+    before = int(time.time())
+    result = _catch_up(conversation, django_capture_on_commit_callbacks)
+    assert len(result.chunks) == 1
+    archived = receiver.events("conversation.archived")
+    extracted = receiver.events("facts.extracted")
+    assert len(archived) == 1 and len(extracted) == 1
+    assert len(receiver.events("summary.completed")) == 1
+    for request in receiver.requests:
+        assert request["path"] == "/hooks"
+        assert request["headers"]["Content-Type"] == "application/json"
+        assert _signature_ok(request, secret)
+        assert before <= int(request["headers"]["X-Webhook-Timestamp"]) <= time.time()
+        body = json.loads(request["body"])
+        assert body["id"] == request["headers"]["X-Webhook-Id"]
+        assert body["type"] == request["headers"]["X-Webhook-Event"]
+        assert body["user"] == {"external_id": "user-42"}
+    chunk = ConversationChunk.objects.get()
+    archived_body = json.loads(archived[0]["body"])
+    assert archived_body["data"] == {
+        "conversation_id": str(conversation.pk), "legacy_id": str(conversation.legacy_id),
+        "message_range": [0, 20], "chunk_id": str(chunk.pk), "fully_archived": False,
+    }
+    facts = LegacyFact.objects.filter(source_conversation=conversation)
+    extracted_data = json.loads(extracted[0]["body"])["data"]
+    assert sorted(extracted_data["fact_ids"]) == sorted(str(f.pk) for f in facts)
+    assert extracted_data["count"] == facts.count() > 0
+    deliveries = WebhookDelivery.objects.all()
+    assert {d.status for d in deliveries} == {"delivered"}
+    assert all(d.attempts == 1 and d.last_status_code == 200 for d in deliveries)
+
+
+def test_a_failing_endpoint_is_retried_with_backoff_then_failed(
+    platform, receiver, django_capture_on_commit_callbacks
+):
+    receiver.status = 500
+    _register(platform, receiver.url)
+    conversation = _platform_conversation(platform)
+    result = _catch_up(conversation, django_capture_on_commit_callbacks)
+    # The pipeline's work is all there, whatever the endpoint answers.
+    assert len(result.chunks) == 1 and not result.error
+    assert ConversationChunk.objects.filter(conversation=conversation).count() == 1
+    archived = WebhookDelivery.objects.get(event_type="conversation.archived")
+    assert (archived.status, archived.attempts, archived.last_status_code) == ("pending", 1, 500)
+    assert archived.last_error == "HTTP 500"
+    wait = (archived.next_attempt_at - timezone.now()).total_seconds()
+    assert 5 < wait <= 10
+    retry = Schedule.objects.get(func=DELIVER_TASK, args=repr((archived.pk,)))
+    assert retry.schedule_type == Schedule.ONCE and retry.next_run == archived.next_attempt_at
+    sent = len(receiver.events("conversation.archived"))
+    assert _run_scheduled_retries() == 2 * WebhookDelivery.objects.count()
+    archived.refresh_from_db()
+    assert (archived.status, archived.attempts, archived.next_attempt_at) == ("failed", 3, None)
+    assert len(receiver.events("conversation.archived")) == sent + 2
+    assert deliver(archived.pk) == "skipped"  # a failed delivery is left alone
+
+
+def test_a_redirect_is_not_followed(platform, receiver, django_capture_on_commit_callbacks):
+    target = Receiver()
+    try:
+        receiver.status, receiver.location = 302, target.url
+        _register(platform, receiver.url)
+        conversation = _platform_conversation(platform)
+        _catch_up(conversation, django_capture_on_commit_callbacks)
+        _run_scheduled_retries()
+        assert target.requests == []
+        delivery = WebhookDelivery.objects.get(event_type="conversation.archived")
+        assert delivery.status == "failed"
+        assert delivery.last_error == "redirect not followed (HTTP 302)"
+    finally:
+        target.server.shutdown()
+        target.server.server_close()
+
+
+def test_delivery_refuses_a_private_address_when_not_allowed(
+    platform, receiver, settings, django_capture_on_commit_callbacks
+):
+    _register(platform, receiver.url)
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    conversation = _platform_conversation(platform)
+    _catch_up(conversation, django_capture_on_commit_callbacks)
+    assert receiver.requests == []
+    delivery = WebhookDelivery.objects.get(event_type="conversation.archived")
+    assert "private, loopback" in delivery.last_error
+
+
+def test_users_of_no_platform_emit_nothing(platform, receiver, django_capture_on_commit_callbacks):
+    _register(platform, receiver.url)
+    person = UserFactory()
+    conversation = ConversationFactory(
+        legacy=LegacyFactory(name="Rose Whitfield", created_by=person), user=person
+    )
+    import_messages(conversation, (("user", f"{USER_LINES[0]} {i}") for i in range(32)))
+    result = _catch_up(conversation, django_capture_on_commit_callbacks)
+    assert len(result.chunks) == 1
+    assert not WebhookDelivery.objects.exists()
+    assert receiver.requests == []
+
+
+def test_events_are_off_with_webhooks_disabled(platform, receiver, settings,
+                                               django_capture_on_commit_callbacks):
+    settings.WEBHOOKS_ENABLED = False
+    _register(platform, receiver.url)
+    _catch_up(_platform_conversation(platform), django_capture_on_commit_callbacks)
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_erasing_a_platform_user_sends_user_erased(platform, receiver,
+                                                   django_capture_on_commit_callbacks):
+    secret = _register(platform, receiver.url)["secret"]
+    _platform_conversation(platform)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _client(platform, "user-42").delete("/api/me/data")
+    assert response.status_code == 200
+    [request] = receiver.events("user.erased")
+    assert _signature_ok(request, secret)
+    body = json.loads(request["body"])
+    assert body["user"] == {"external_id": "user-42"}
+    assert body["data"]["erased"] == response.json()["erased"]
+
+
+def test_a_deleted_endpoint_gets_nothing_more(platform, receiver,
+                                              django_capture_on_commit_callbacks):
+    endpoint_id = _register(platform, receiver.url)["id"]
+    assert _client(platform).delete(f"/api/platform/webhooks/{endpoint_id}").status_code == 204
+    _catch_up(_platform_conversation(platform), django_capture_on_commit_callbacks)
+    assert receiver.requests == [] and not WebhookDelivery.objects.exists()
