@@ -13,13 +13,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def web(alice):
-    client = Client()
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
 def sarah(alice):
     return services.memory_create(user=alice, content="Sarah works on the Platform team",
                                   category="person", subject="Sarah")

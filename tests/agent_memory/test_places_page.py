@@ -15,13 +15,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def web(alice):
-    client = Client()
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
 def cabin(alice):
     first = ConversationFactory(user=alice, legacy__created_by=alice, title="Summers at the lake")
     second = ConversationFactory(user=alice, legacy=first.legacy, title="")
