@@ -87,13 +87,13 @@ def is_legacy_owner(*, legacy: Legacy, user: AbstractBaseUser) -> bool:
 
 
 def legacy_heir(
-    *, membership: LegacyMembership, others: list[LegacyMembership]
+    *, role: str | None, others: list[LegacyMembership]
 ) -> LegacyMembership | None:
-    """Who becomes the legacy's owner when `membership` leaves it: its longest-standing other
-    member (`others` ordered by joined_at), if the leaver is an owner and no other owner
-    remains; otherwise nobody is promoted (None). user_data_erase hands legacies on the same
-    way."""
-    if membership.role != LegacyMembership.Role.OWNER or not others:
+    """Who becomes the legacy's owner when a member of `role` (None: not a member) leaves it:
+    its longest-standing other member (`others` ordered by joined_at), if the leaver is an
+    owner and no other owner remains; otherwise nobody is promoted (None). Leaving, removal
+    and erasing all hand legacies on by this rule (facts.services._hand_on)."""
+    if role != LegacyMembership.Role.OWNER or not others:
         return None
     if any(other.role == LegacyMembership.Role.OWNER for other in others):
         return None
@@ -125,7 +125,7 @@ def membership_leave_preview(*, legacy: Legacy, user: AbstractBaseUser) -> Leave
     return LeavePreview(
         membership=membership,
         others=others,
-        heir=legacy_heir(membership=membership, others=others),
+        heir=legacy_heir(role=membership.role, others=others),
         shared_facts=LegacyFact.objects.filter(
             legacy=legacy, user=user, visibility=LegacyFact.Visibility.SHARED
         ).count(),

@@ -131,6 +131,26 @@ def _lock_family(legacy: Legacy) -> tuple[Legacy, list[LegacyMembership]]:
     return legacy, members
 
 
+def _hand_on(
+    *, legacy: Legacy, leaver_id: object, leaver_role: str | None,
+    others: list[LegacyMembership],
+) -> tuple[LegacyMembership | None, bool]:
+    """The legacy passes on when someone goes (others: who stays, longest-standing first): an
+    only owner's role to the heir (selectors.legacy_heir), and `created_by` (a PROTECT key) to
+    the longest-standing remaining owner. Returns the new owner, if any, and whether anything
+    was handed on. Call with the legacy row locked."""
+    heir = legacy_heir(role=leaver_role, others=others)
+    if heir is not None:
+        heir.role = LegacyMembership.Role.OWNER
+        heir.save(update_fields=["role"])
+    moved = legacy.created_by_id == leaver_id
+    if moved:
+        owners = [m for m in others if m.role == LegacyMembership.Role.OWNER]
+        legacy.created_by_id = (owners or others)[0].user_id
+        legacy.save(update_fields=["created_by"])
+    return heir, heir is not None or moved
+
+
 def _membership_end(
     *, legacy: Legacy, membership: LegacyMembership, members: list[LegacyMembership]
 ) -> MembershipLeft:
@@ -138,14 +158,8 @@ def _membership_end(
     others = [m for m in members if m.pk != membership.pk]
     if not others:
         raise LastMemberCannotLeave()
-    heir = legacy_heir(membership=membership, others=others)
-    if heir is not None:
-        heir.role = LegacyMembership.Role.OWNER
-        heir.save(update_fields=["role"])
-    if legacy.created_by_id == membership.user_id:
-        owners = [m for m in others if m.role == LegacyMembership.Role.OWNER]
-        legacy.created_by_id = (owners or others)[0].user_id
-        legacy.save(update_fields=["created_by"])
+    heir, _ = _hand_on(legacy=legacy, leaver_id=membership.user_id, leaver_role=membership.role,
+                       others=others)
     made_private = LegacyFact.objects.filter(
         legacy=legacy, user_id=membership.user_id, visibility=LegacyFact.Visibility.SHARED
     ).update(visibility=LegacyFact.Visibility.PRIVATE, updated_at=timezone.now())
@@ -590,7 +604,6 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
     with everything in it. Erase the user's conversations first (memory_site.privacy.services does): this
     service knows nothing of them. Returns the number of rows erased or changed per kind.
     """
-    owner = LegacyMembership.Role.OWNER
     with transaction.atomic():
         member_of = LegacyMembership.objects.filter(user=user).values_list("legacy_id", flat=True)
         created = Legacy.objects.filter(created_by=user).values_list("pk", flat=True)
@@ -621,18 +634,8 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
             if not remaining:
                 deleted.append(legacy.pk)
                 continue
-            owners = [m for m in remaining if m.role == owner]
-            handed_on = False
-            if own_roles.get(legacy.pk) == owner and not owners:
-                heir = remaining[0]
-                heir.role = owner
-                heir.save(update_fields=["role"])
-                owners = [heir]
-                handed_on = True
-            if legacy.created_by_id == user.pk:
-                legacy.created_by_id = (owners or remaining)[0].user_id
-                legacy.save(update_fields=["created_by"])
-                handed_on = True
+            _, handed_on = _hand_on(legacy=legacy, leaver_id=user.pk,
+                                    leaver_role=own_roles.get(legacy.pk), others=remaining)
             transferred += handed_on
         Legacy.objects.filter(pk__in=deleted).delete()
     return {

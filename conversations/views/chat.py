@@ -77,9 +77,7 @@ def chat_home(request: HttpRequest) -> HttpResponse:
     elif len(legacies) == 1:
         chosen = legacies[0]
     if chosen is not None:
-        conversations = selectors.conversations_for_user(request.user).filter(
-            legacy=chosen
-        ).order_by("-created_at")
+        conversations = selectors.conversations_for_legacy(user=request.user, legacy=chosen)
     return render(request, "chat/home.html", {
         "legacies": legacies, "chosen": chosen, "conversations": conversations,
     })

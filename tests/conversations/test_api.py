@@ -2,21 +2,14 @@
 
 import pytest
 
-from conversations.models import Conversation, Message
-from facts.models import Legacy, LegacyMembership
+from conversations.models import Message
 from tests.factories import ConversationFactory
+from tests.support.rows import family_and_conversation_rows
 
 pytestmark = pytest.mark.django_db
 
 
-def _state() -> tuple:
-    """Row counts of everything the foundation API writes, to prove a denial changed nothing."""
-    return (
-        Legacy.objects.count(),
-        LegacyMembership.objects.count(),
-        Conversation.objects.count(),
-        Message.objects.count(),
-    )
+_state = family_and_conversation_rows
 
 
 def test_start_a_conversation_and_append_messages(owner_client, family):

@@ -9,6 +9,7 @@ from django.test import Client
 
 from facts.models import LegacyFact
 from tests.factories import ConversationFactory, LegacyFactFactory
+from tests.support.csrf import csrf_token, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -23,16 +24,10 @@ def _snapshot() -> list[tuple]:
     )
 
 
-def _signed_in(user) -> Client:
-    """A browser-like client: CSRF enforced, the token taken from a page like a form would."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
+_signed_in = signed_in
 
 
-def _csrf(client: Client, page: str) -> str:
-    html = client.get(page).content.decode()
-    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+_csrf = csrf_token
 
 
 @pytest.fixture

@@ -23,19 +23,15 @@ from tests.factories import (
     MembershipFactory,
     UserFactory,
 )
+from tests.support.csrf import csrf_token, signed_in
 
 pytestmark = pytest.mark.django_db
 
 
-def _signed_in(user) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
+_signed_in = signed_in
 
 
-def _csrf(client: Client, page: str) -> str:
-    html = client.get(page).content.decode()
-    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+_csrf = csrf_token
 
 
 def _post(client: Client, url: str, data: dict, *, token_from: str) -> object:

@@ -4,23 +4,16 @@ without a token."""
 import pytest
 from rest_framework.test import APIClient
 
-from conversations.models import Conversation, Message
 from facts import services
-from facts.models import Legacy, LegacyMembership
+from facts.models import LegacyMembership
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
+from tests.support.rows import family_and_conversation_rows
 
 pytestmark = pytest.mark.django_db
 
 
-def _state() -> tuple:
-    """Row counts of everything the foundation API writes, to prove a denial changed nothing."""
-    return (
-        Legacy.objects.count(),
-        LegacyMembership.objects.count(),
-        Conversation.objects.count(),
-        Message.objects.count(),
-    )
+_state = family_and_conversation_rows
 
 
 def test_create_a_legacy_makes_me_its_owner(owner_client, family):

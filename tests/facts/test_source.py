@@ -9,6 +9,7 @@ from django.test import Client
 
 from facts.models import LegacyFact
 from tests.factories import ConversationFactory, LegacyFactFactory, MessageFactory
+from tests.support.csrf import signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -43,10 +44,7 @@ def _fact(family, conversation, visibility: str, content: str = "") -> LegacyFac
     )
 
 
-def _client(user) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
+_client = signed_in
 
 
 def _source_url(fact: LegacyFact) -> str:

@@ -1,28 +1,22 @@
 """The dashboard's writing POSTs of memories and chat refuse a request without its CSRF token
 (403, nothing written) and accept the token the page's own form carries."""
 
-import re
 
 import pytest
-from django.test import Client
 
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place
 from agent_memory.services import memory_create
 from conversations.models import Conversation, Message
 from tests.factories import ConversationFactory
+from tests.support.csrf import csrf_token, signed_in
 
 pytestmark = pytest.mark.django_db
 
 
-def _signed_in(user) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
+_signed_in = signed_in
 
 
-def _csrf(client: Client, page: str) -> str:
-    html = client.get(page).content.decode()
-    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+_csrf = csrf_token
 
 
 def _written() -> tuple:
