@@ -12,7 +12,7 @@ WEB_TIMEOUT ?= 120
 FORWARDED_ALLOW_IPS ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: install run serve worker test screenshots lint browser redis stop-db clean-data help
+.PHONY: install run serve worker test screenshots lint browser redis stop-db upgrade-db clean-data help contract
 
 help:
 	@echo "make run      set up (if needed), migrate, serve on http://$(HOST):$(PORT) with a job worker"
@@ -21,6 +21,7 @@ help:
 	@echo "make screenshots  run the browser tests and rewrite docs/screenshots/*.png"
 	@echo "make install  create .venv and install the project with its test dependencies"
 	@echo "make stop-db  stop the embedded PostgreSQL (it outlives make run for fast restarts)"
+	@echo "make upgrade-db  copy an old PostgreSQL 16 embedded database (.data/pg) to PostgreSQL 18 (.data/pg18)"
 	@echo "make clean-data  stop the embedded PostgreSQL and delete its data"
 
 $(STAMP): pyproject.toml
@@ -76,13 +77,24 @@ lint: $(STAMP)
 test: $(STAMP) browser redis lint
 	$(PY) -m pytest
 
+# The API contract at length: schemathesis with CONTRACT_MAX_EXAMPLES cases per operation (the
+# suite runs 5) against a live server (docs/security.md "The API contract").
+CONTRACT_MAX_EXAMPLES ?= 100
+contract: $(STAMP)
+	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) $(PY) -m pytest tests/security/test_contract.py -q
+
 # The browser tests write docs/screenshots/ only when asked: a plain test run changes no tracked file.
 screenshots: $(STAMP) browser
 	$(PY) -m pytest tests/browser --screenshots
 
-# The embedded PostgreSQL outlives `make run` so that the next command starts at once.
+# The embedded PostgreSQL outlives `make run` so that the next command starts at once. Stops an old
+# PostgreSQL 16 server left in .data/pg by an upgrade too.
 stop-db: $(STAMP)
 	@$(PY) -c 'import os; from pathlib import Path; from memory_site.database import stop_embedded_server; d = Path(os.environ.get("MEMORY_DATA_DIR", ".data")).resolve(); print("embedded PostgreSQL", "stopped" if stop_embedded_server(d) else "was not running")'
+
+# Done at the first start too; by hand when that failed. The old folder is kept as a backup.
+upgrade-db: $(STAMP)
+	@$(PY) -m memory_site.embedded_upgrade
 
 clean-data: stop-db
 	rm -rf .data

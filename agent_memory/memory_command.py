@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 
 from agent_memory import selectors, services
+from agent_memory.models import ChangeOrigin
 from memory_site.core.errors import NotFound
 
 USAGE = (
@@ -66,7 +67,7 @@ def command_run(*, user: AbstractBaseUser, text: object) -> CommandReply:
         memory_id = words[2].strip("[]")
         try:
             memory = selectors.active_memory_for_user(user=user, memory_id=memory_id)
-            content = services.memory_delete(user=user, memory=memory)
+            content = services.memory_delete(user=user, memory=memory, origin=ChangeOrigin.COMMAND)
         except NotFound:
             return CommandReply(
                 f"I have no memory with id '{memory_id}'. Use /memory to see the ids.",

@@ -17,6 +17,16 @@ def generate_short_id() -> str:
     return "".join(secrets.choice(SHORT_ID_ALPHABET) for _ in range(SHORT_ID_LENGTH))
 
 
+class ChangeOrigin(models.TextChoices):
+    """Who made a change to a memory, and where (shown on the dashboard with each version)."""
+
+    AGENT = "agent", "the agent, in a chat turn"
+    DASHBOARD = "dashboard", "you, on the dashboard"
+    API = "api", "you, through the API"
+    COMMAND = "command", "you, with /memory"
+    UNKNOWN = "unknown", "before changes were attributed"
+
+
 class AgentMemory(models.Model):
     """A logical memory — the thing remembered; its content lives in versions."""
 
@@ -40,6 +50,16 @@ class AgentMemory(models.Model):
     # Set (with deleted_at) when the token budget evicted the memory: it leaves the memory
     # document too, but its history stays visible to the owner.
     evicted_at = models.DateTimeField(null=True, blank=True)
+    # Who deleted it (blank while active) and, for the agent, the user message of that turn.
+    deleted_origin = models.CharField(max_length=16, choices=ChangeOrigin.choices, blank=True,
+                                      default="")
+    deleted_source_message = models.ForeignKey(
+        "conversations.Message",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="memory_deletions",
+    )
 
     class Meta:
         verbose_name_plural = "agent memories"
@@ -85,6 +105,9 @@ class AgentMemoryVersion(models.Model):
         blank=True,
         related_name="memory_versions",
     )
+    origin = models.CharField(max_length=16, choices=ChangeOrigin.choices)
+    # The version whose text a restore or revert brought back (None for new text).
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, F, Model, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from agent_memory.models import (
@@ -31,12 +31,14 @@ MEMORY_ORDER = ("category", "created_at", "id")
 
 
 def annotate_current(memories: QuerySet[AgentMemory]) -> QuerySet[AgentMemory]:
-    """Each memory with its current `content`, `version` number and `updated_at`."""
+    """Each memory with its current `content`, `version` number, `updated_at` and who made
+    that version (`changed_by`, a ChangeOrigin)."""
     latest = AgentMemoryVersion.objects.filter(memory=OuterRef("pk")).order_by("-version_number")
     return memories.annotate(
         content=Subquery(latest.values("content")[:1]),
         version=Subquery(latest.values("version_number")[:1]),
         updated_at=Subquery(latest.values("created_at")[:1]),
+        changed_by=Subquery(latest.values("origin")[:1]),
     )
 
 
@@ -71,13 +73,33 @@ def deleted_memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
     )
 
 
+# The user messages of a version's source conversation up to its source message: its turn.
+_TURN_MESSAGES = "source_message__conversation__messages"
+
+
 def _versions_prefetch() -> Prefetch:
+    """Each version with its source conversation and message and `turn_number`: the how-many-th
+    user message of the conversation its source message is (None without one)."""
     return Prefetch(
         "versions",
-        queryset=AgentMemoryVersion.objects.select_related("source_conversation").order_by(
-            "version_number"
-        ),
+        queryset=AgentMemoryVersion.objects.select_related(
+            "source_conversation", "source_message"
+        ).annotate(
+            turn_number=Count(_TURN_MESSAGES, filter=Q(**{
+                f"{_TURN_MESSAGES}__role": "user",
+                f"{_TURN_MESSAGES}__sequence__lte": F("source_message__sequence"),
+            }))
+        ).order_by("version_number"),
     )
+
+
+def turn_number(message: Model | None) -> int | None:
+    """The how-many-th user message of its conversation `message` is (the turn it began)."""
+    if message is None:
+        return None
+    return message.conversation.messages.filter(
+        role="user", sequence__lte=message.sequence
+    ).count()
 
 
 def memory_for_user(*, user: AbstractBaseUser, memory_id: object) -> AgentMemory:
@@ -87,7 +109,8 @@ def memory_for_user(*, user: AbstractBaseUser, memory_id: object) -> AgentMemory
     if not _SHORT_ID.fullmatch(str(memory_id)):
         raise NotFound()
     memory = (
-        memories_for_user(user).prefetch_related(_versions_prefetch()).filter(pk=str(memory_id)).first()
+        memories_for_user(user).select_related("deleted_source_message__conversation")
+        .prefetch_related(_versions_prefetch()).filter(pk=str(memory_id)).first()
     )
     if memory is None:
         raise NotFound()

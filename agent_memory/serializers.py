@@ -12,7 +12,8 @@ from rest_framework import serializers
 
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place
 from memory_site.core.ai import count_tokens
-from memory_site.core.api import IsoDateTimeField
+from memory_site.core.api import ErrorSerializer, IsoDateTimeField
+from memory_site.core.strict import StrictInputSerializer, TextField
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -39,7 +40,11 @@ class MemoryVersionSerializer(serializers.ModelSerializer):
 
 class MemoryDetailSerializer(MemorySerializer):
     versions = MemoryVersionSerializer(many=True, read_only=True)
-    is_active = serializers.BooleanField(read_only=True)
+    is_active = serializers.BooleanField(
+        read_only=True,
+        help_text="false for a deleted (`deleted_at`) or evicted (`evicted_at`) memory: it is "
+        "not in GET /api/memory nor in the agent's context, and PUT and DELETE answer 404.",
+    )
 
     class Meta(MemorySerializer.Meta):
         fields = [*MemorySerializer.Meta.fields, "is_active", "deleted_at", "evicted_at", "versions"]
@@ -55,7 +60,7 @@ class MemoryUpdatedSerializer(MemorySerializer):
         fields = [*MemorySerializer.Meta.fields, "old_content", "new_content"]
 
 
-class SourceInputSerializer(serializers.Serializer):
+class SourceInputSerializer(StrictInputSerializer):
     """Where a write comes from: one of the caller's conversations and, optionally, a message."""
 
     conversation_id = serializers.UUIDField(required=False, allow_null=True)
@@ -63,7 +68,9 @@ class SourceInputSerializer(serializers.Serializer):
 
 
 class MemoryCreateInputSerializer(SourceInputSerializer):
-    content = serializers.CharField(trim_whitespace=True)
+    content = TextField(min_setting="MEMORY_CONTENT_MIN_CHARS",
+                        max_setting="MEMORY_CONTENT_MAX_CHARS",
+                        too_long="Must be {minimum}–{maximum} characters (got {length}).")
     category = serializers.ChoiceField(choices=AgentMemory.Category.choices)
     subject = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=True
@@ -71,7 +78,9 @@ class MemoryCreateInputSerializer(SourceInputSerializer):
 
 
 class MemoryUpdateInputSerializer(SourceInputSerializer):
-    content = serializers.CharField(trim_whitespace=True)
+    content = TextField(min_setting="MEMORY_CONTENT_MIN_CHARS",
+                        max_setting="MEMORY_CONTENT_MAX_CHARS",
+                        too_long="Must be {minimum}–{maximum} characters (got {length}).")
 
 
 class MemoryConflictSerializer(serializers.Serializer):
@@ -102,8 +111,41 @@ class ToolListSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
-class CommandInputSerializer(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True, trim_whitespace=True)
+# Exactly the texts memory_command.command_run carries out (`/memory`, `/memory list`,
+# `/memory delete <id>`, any case, Python's whitespace between words): anything else is a 400.
+COMMAND_PATTERN = (
+    r"^\s*/[mM][eE][mM][oO][rR][yY]"
+    r"(\s+([lL][iI][sS][tT]|[dD][eE][lL][eE][tT][eE]\s+\S+))?\s*$"
+)
+
+
+@extend_schema_field({
+    "type": "string", "pattern": COMMAND_PATTERN,
+    "description": "`/memory`, `/memory list` or `/memory delete <id>` (any case); anything "
+    "else is a 400 with the usage text.",
+})
+class CommandTextField(serializers.CharField):
+    """The command's text. command_run itself answers a text that is no command, the blank one
+    too (with the usage text), so blank passes; the schema, which does not allow it, knows
+    the field as not blank."""
+
+    def run_validation(self, data: object = serializers.empty) -> object:
+        if isinstance(data, str) and not data.strip():
+            return ""
+        return super().run_validation(data)
+
+
+class CommandInputSerializer(StrictInputSerializer):
+    text = CommandTextField(trim_whitespace=True)
+
+
+class CommandRefusalSerializer(ErrorSerializer):
+    """The 400 of /api/commands: the error format, with the usage text as `reply` when the
+    text was read but is no command (without `text`, the plain error format)."""
+
+    reply = serializers.CharField(
+        required=False, help_text="The usage text, for a chat client to show."
+    )
 
 
 class CommandReplySerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from agent_memory import selectors
 from agent_memory.models import (
     AgentMemory,
     AgentMemoryVersion,
+    ChangeOrigin,
     Place,
     PlaceMention,
     generate_short_id,
@@ -160,8 +161,10 @@ def memory_create(
     subject: object = None,
     source_conversation: Model | None = None,
     source_message: Model | None = None,
+    origin: str = ChangeOrigin.API,
 ) -> AgentMemory:
-    """Create a memory with its version 1 (seed 003's add_to_memory).
+    """Create a memory with its version 1 (seed 003's add_to_memory), recording who made it
+    (`origin`) and the conversation and message it came from.
 
     Raises ValidationError for bad input and SubjectConflict when an active memory of
     the user has the same subject (ignoring case). Then applies the token budget,
@@ -190,6 +193,7 @@ def memory_create(
             content=text,
             source_conversation=conversation,
             source_message=source_message,
+            origin=origin,
         )
         _remember_added(memory.pk)
         memory_enforce_token_limit(user=user, protected_ids={memory.pk})
@@ -204,8 +208,10 @@ def memory_update(
     content: object,
     source_conversation: Model | None = None,
     source_message: Model | None = None,
+    origin: str = ChangeOrigin.API,
 ) -> MemoryUpdate:
-    """Add version n+1 with the new content (seed 003's update_memory); the id stays.
+    """Add version n+1 with the new content (seed 003's update_memory); the id stays. The
+    version records who made it (`origin`) and the conversation and message it came from.
 
     Raises ValidationError for bad content and NotFound when the memory is not an active
     memory of the user (also when it was deleted meanwhile).
@@ -234,6 +240,7 @@ def memory_update(
             content=text,
             source_conversation=conversation,
             source_message=source_message,
+            origin=origin,
         )
         _remember_added(memory.pk)
         memory_enforce_token_limit(user=user, protected_ids={memory.pk})
@@ -241,16 +248,25 @@ def memory_update(
     return MemoryUpdate(memory=memory, old_content=old_content, new_content=text, version=number)
 
 
-def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
-    """Soft-delete (deleted_at): gone from lists, context and tools, history kept.
+def memory_delete(
+    *,
+    user: AbstractBaseUser,
+    memory: AgentMemory,
+    origin: str = ChangeOrigin.API,
+    source_message: Model | None = None,
+) -> str:
+    """Soft-delete (deleted_at): gone from lists, context and tools, history kept; who did it
+    (`origin`) and, for the agent, the user message of its turn are recorded.
 
     Returns the content it had. NotFound when it is not an active memory of the user.
     """
+    _check_source(user=user, conversation=None, message=source_message)
     with transaction.atomic():
         _lock_user(user)
         deleted = AgentMemory.objects.filter(
             pk=memory.pk, user=user, deleted_at__isnull=True
-        ).update(deleted_at=timezone.now())
+        ).update(deleted_at=timezone.now(), deleted_origin=origin,
+                 deleted_source_message=source_message)
         if not deleted:
             raise NotFound()
         last = AgentMemoryVersion.objects.filter(memory_id=memory.pk).order_by(
@@ -261,26 +277,27 @@ def memory_delete(*, user: AbstractBaseUser, memory: AgentMemory) -> str:
 
 
 def memory_restore(
-    *, user: AbstractBaseUser, memory: AgentMemory, version_number: int | None = None
+    *,
+    user: AbstractBaseUser,
+    memory: AgentMemory,
+    version_number: int | None = None,
+    origin: str = ChangeOrigin.DASHBOARD,
 ) -> MemoryUpdate:
-    """Bring a deleted (or evicted) memory back: a new version with the content of
-    `version_number` (default: its last), so history is added to, never rewritten.
+    """Bring back the text of an earlier version as a NEW version, so history is added to,
+    never rewritten. A deleted (or evicted) memory becomes active again, with the text of
+    `version_number` (default: its last); an active memory gets the text of `version_number`
+    (required, and not the current text).
 
-    NotFound when it is not a deleted memory of the user (or has no such version);
-    SubjectConflict when an active memory of the user now holds its subject. Then applies the
-    token budget, which never evicts the restored memory.
+    NotFound when it is not a memory of the user (or has no such version); ValidationError
+    for an active memory without a version or with the current one; SubjectConflict when a
+    deleted memory's subject is now held by an active memory. Then applies the token budget,
+    which never evicts the restored memory.
     """
     with transaction.atomic():
         _lock_user(user)
-        row = AgentMemory.objects.filter(
-            pk=memory.pk, user=user, deleted_at__isnull=False
-        ).first()
+        row = AgentMemory.objects.filter(pk=memory.pk, user=user).first()
         if row is None:
             raise NotFound()
-        if row.subject:
-            existing = selectors.active_memory_with_subject(user=user, subject=row.subject)
-            if existing is not None:
-                raise SubjectConflict(existing)
         versions = AgentMemoryVersion.objects.filter(memory_id=row.pk).order_by("-version_number")
         last = versions.first()
         chosen = last if version_number is None else versions.filter(
@@ -288,16 +305,84 @@ def memory_restore(
         ).first()
         if last is None or chosen is None:
             raise NotFound()
+        if row.is_active and (version_number is None or chosen == last):
+            raise ValidationError({"version": ["Choose an earlier version: this is the current text."]})
+        if not row.is_active and row.subject:
+            existing = selectors.active_memory_with_subject(user=user, subject=row.subject)
+            if existing is not None:
+                raise SubjectConflict(existing)
         AgentMemoryVersion.objects.create(
-            memory_id=row.pk, version_number=last.version_number + 1, content=chosen.content
+            memory_id=row.pk, version_number=last.version_number + 1, content=chosen.content,
+            origin=origin, restored_from=chosen.version_number,
         )
-        AgentMemory.objects.filter(pk=row.pk).update(deleted_at=None, evicted_at=None)
+        AgentMemory.objects.filter(pk=row.pk).update(
+            deleted_at=None, evicted_at=None, deleted_origin="", deleted_source_message=None
+        )
         _remember_added(row.pk)
         memory_enforce_token_limit(user=user, protected_ids={row.pk})
     logger.info("memory %s of user %s restored from version %d", row.pk, user.pk,
                 chosen.version_number)
     return MemoryUpdate(memory=row, old_content=last.content, new_content=chosen.content,
                         version=last.version_number + 1)
+
+
+@dataclass(frozen=True)
+class MemoryRevert:
+    """What undoing a change did: `restored` (a new version with the earlier text, or the
+    deleted memory back) or `deleted` (the change undone was the memory's creation)."""
+
+    memory: AgentMemory
+    action: str
+    content: str
+    version: int | None = None
+
+
+def memory_revert(
+    *, user: AbstractBaseUser, memory: AgentMemory, version_number: int | None = None,
+    origin: str = ChangeOrigin.DASHBOARD,
+) -> MemoryRevert:
+    """Undo the latest change of a memory, whoever made it: never by rewriting history.
+
+    * a deleted memory (`version_number` None): restored with its last text (memory_restore);
+    * version 1, the memory's creation: the memory is deleted (and can be restored);
+    * version n > 1: a new version with the text of version n - 1.
+
+    `version_number` must be the memory's current version (a later change would be lost
+    otherwise: restore an earlier version instead): ValidationError. NotFound when it is not
+    a memory of the user or has no such version.
+    """
+    with transaction.atomic():
+        # Locked before reading the current version: a concurrent change cannot slip in.
+        _lock_user(user)
+        return _revert_locked(user=user, memory=memory, version_number=version_number,
+                              origin=origin)
+
+
+def _revert_locked(
+    *, user: AbstractBaseUser, memory: AgentMemory, version_number: int | None, origin: str
+) -> MemoryRevert:
+    row = selectors.memory_for_user(user=user, memory_id=memory.pk)
+    if not row.is_active:
+        if version_number is not None:
+            raise ValidationError({"version": ["A deleted memory is restored as a whole."]})
+        update = memory_restore(user=user, memory=row, origin=origin)
+        return MemoryRevert(memory=row, action="restored", content=update.new_content,
+                            version=update.version)
+    if version_number is None:
+        raise ValidationError({"version": ["Say which change to undo."]})
+    if version_number != row.version:
+        if not any(v.version_number == version_number for v in row.versions.all()):
+            raise NotFound()
+        raise ValidationError({"version": [
+            "Only the latest change can be undone; restore an earlier version instead."
+        ]})
+    if version_number == 1:
+        content = memory_delete(user=user, memory=row, origin=origin)
+        return MemoryRevert(memory=row, action="deleted", content=content)
+    update = memory_restore(user=user, memory=row, version_number=version_number - 1,
+                            origin=origin)
+    return MemoryRevert(memory=row, action="restored", content=update.new_content,
+                        version=update.version)
 
 
 def memory_enforce_token_limit(

@@ -4,7 +4,8 @@
 `manage_user_memory`. They are system tools: the agent turn always offers all of them.
 `tool_execute(...)` runs one call and answers a dict the agent can read; bad arguments
 come back as `{"ok": False, "code": "invalid_arguments", "detail", "errors"}`, never as
-an exception.
+an exception. Called from an agent turn (with the turn's words), a write is first put to
+agent_memory.write_rule and held back (`not_confirmed`) when the user did not ask for it.
 """
 
 import json
@@ -16,8 +17,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import Model
 
 from agent_memory import selectors, services
-from agent_memory.models import AgentMemory
+from agent_memory.models import AgentMemory, ChangeOrigin
 from agent_memory.serializers import MemoryDocumentSerializer
+from agent_memory.write_rule import TurnWords, write_decision
 from memory_site.core.errors import NotFound
 
 ADD_TO_MEMORY = "add_to_memory"
@@ -43,6 +45,8 @@ ERROR_STATUS = {
     "not_found": 404,
     "conflict": 409,
 }
+# A write the model made in a turn whose user did not ask for it (agent_memory.write_rule).
+NOT_CONFIRMED = "not_confirmed"
 
 MANAGE_USER_MEMORY_DESCRIPTION = """\
 Use this tool to store and retrieve persistent facts about the user that should be remembered across all conversations.
@@ -211,7 +215,7 @@ def _memory_result(memory: AgentMemory, content: str, version: int) -> dict:
     }
 
 
-def _add_to_memory(*, user, arguments, conversation, message) -> dict:
+def _add_to_memory(*, user, arguments, conversation, message, origin) -> dict:
     try:
         memory = services.memory_create(
             user=user,
@@ -220,6 +224,7 @@ def _add_to_memory(*, user, arguments, conversation, message) -> dict:
             subject=arguments.get("subject"),
             source_conversation=conversation,
             source_message=message,
+            origin=origin,
         )
     except services.SubjectConflict as conflict:
         existing = selectors.memory_for_user(user=user, memory_id=conflict.memory.pk)
@@ -242,7 +247,7 @@ def _add_to_memory(*, user, arguments, conversation, message) -> dict:
     })
 
 
-def _update_memory(*, user, arguments, conversation, message) -> dict:
+def _update_memory(*, user, arguments, conversation, message, origin) -> dict:
     memory_id = arguments["memory_id"].strip()
     try:
         memory = selectors.active_memory_for_user(user=user, memory_id=memory_id)
@@ -252,6 +257,7 @@ def _update_memory(*, user, arguments, conversation, message) -> dict:
             content=arguments.get("content"),
             source_conversation=conversation,
             source_message=message,
+            origin=origin,
         )
     except NotFound:
         return _error("not_found", f"No active memory with id {memory_id!r}.")
@@ -263,7 +269,7 @@ def _update_memory(*, user, arguments, conversation, message) -> dict:
     })
 
 
-def _manage_user_memory(*, user, arguments, conversation, message) -> dict:
+def _manage_user_memory(*, user, arguments, conversation, message, origin) -> dict:
     operation = arguments["operation"]
     if operation == "add_fact":
         memory = services.memory_create(
@@ -272,13 +278,15 @@ def _manage_user_memory(*, user, arguments, conversation, message) -> dict:
             category=ADD_FACT_CATEGORY,
             source_conversation=conversation,
             source_message=message,
+            origin=origin,
         )
         return _ok(MANAGE_USER_MEMORY, {"operation": operation, "fact_id": memory.pk})
     if operation == "deactivate_fact":
         fact_id = arguments["fact_id"].strip()
         try:
             memory = selectors.active_memory_for_user(user=user, memory_id=fact_id)
-            services.memory_delete(user=user, memory=memory)
+            services.memory_delete(user=user, memory=memory, origin=origin,
+                                   source_message=message)
         except NotFound:
             return _error("not_found", f"No active fact with id {fact_id!r}.")
         return _ok(MANAGE_USER_MEMORY, {
@@ -320,6 +328,7 @@ def tool_execute(
     arguments: dict | str | None,
     conversation: Model | None = None,
     message: Model | None = None,
+    turn: TurnWords | None = None,
 ) -> dict:
     """Run one memory tool call as `user` and answer what the agent reads back.
 
@@ -328,6 +337,11 @@ def tool_execute(
     `{"ok": True, "tool", "result": {...}}`; a failure is `{"ok": False, "code",
     "detail", "errors"?}` with code unknown_tool, invalid_arguments, unknown_operation,
     not_found or conflict (see ERROR_STATUS). Nothing is written on a failure.
+
+    `turn` marks a call the model made in an agent turn: what it writes is attributed to the
+    agent, and a write the user's words do not allow (agent_memory.write_rule) answers
+    `{"ok": False, "code": "not_confirmed", "detail", "kind"}` and writes nothing. Without
+    it the call is the user's own (the tools API).
     """
     definition = next((d for d in tool_definitions() if d["function"]["name"] == name), None)
     if definition is None:
@@ -352,9 +366,16 @@ def tool_execute(
     errors = _schema_errors(parameters, parsed, required)
     if errors:
         return _invalid(errors)
+    origin = ChangeOrigin.API
+    if turn is not None:
+        origin = ChangeOrigin.AGENT
+        decision = write_decision(user=user, name=name, arguments=parsed, words=turn)
+        if not decision.allowed:
+            return _error(NOT_CONFIRMED, decision.reason, kind=decision.kind)
     try:
         return _EXECUTORS[name](
-            user=user, arguments=parsed, conversation=conversation, message=message
+            user=user, arguments=parsed, conversation=conversation, message=message,
+            origin=origin,
         )
     except ValidationError as exc:
         return _invalid(exc.message_dict if hasattr(exc, "error_dict") else {

@@ -15,6 +15,7 @@ urlpatterns = [
     path("memories/<str:memory_id>/edit", views.memory_edit, name="memory_edit"),
     path("memories/<str:memory_id>/delete", views.memory_delete, name="memory_delete"),
     path("memories/<str:memory_id>/restore", views.memory_restore, name="memory_restore"),
+    path("memories/<str:memory_id>/revert", views.memory_revert, name="memory_revert"),
     path("places", views.place_list, name="place_list"),
     path("places/<uuid:place_pk>/card", views.place_card, name="place_card"),
     path("places/<uuid:place_pk>/edit", views.place_edit, name="place_edit"),

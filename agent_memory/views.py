@@ -21,7 +21,7 @@ from agent_memory.forms import (
     RestoreForm,
     add_service_errors,
 )
-from agent_memory.models import AgentMemory, Place
+from agent_memory.models import AgentMemory, ChangeOrigin, Place
 
 
 def word_diff(old: str, new: str) -> SafeString:
@@ -78,15 +78,26 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, _sections_context(request))
 
 
+def _history_context(memory: AgentMemory, **extra: object) -> dict:
+    """The history page of a memory: its timeline and, when deleted, the turn that did it."""
+    return {
+        "memory": memory,
+        "timeline": timeline(memory),
+        "deleted_turn": selectors.turn_number(memory.deleted_source_message),
+        **extra,
+    }
+
+
 @login_required
 @require_GET
 def memory_history(request: HttpRequest, memory_id: str) -> HttpResponse:
-    """One memory's version history as a timeline (deleted memories too)."""
+    """One memory's version history as a timeline (deleted memories too): who made each version
+    (the agent in which conversation and turn, or you), with undo and restore."""
     memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
     template = (
         "agent_memory/_memory_timeline.html" if request.htmx else "agent_memory/memory_history.html"
     )
-    return render(request, template, {"memory": memory, "timeline": timeline(memory)})
+    return render(request, template, _history_context(memory))
 
 
 @login_required
@@ -110,7 +121,8 @@ def memory_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
             else "agent_memory/memory_delete_page.html"
         )
         return render(request, template, {"memory": memory})
-    content = services.memory_delete(user=request.user, memory=memory)
+    content = services.memory_delete(user=request.user, memory=memory,
+                                     origin=ChangeOrigin.DASHBOARD)
     confirmation = f"Deleted: '{content}'. Its history is kept under “Deleted memories”."
     if request.htmx:
         return render(
@@ -138,7 +150,8 @@ def memory_add(request: HttpRequest) -> HttpResponse:
         status = 400
         if form.is_valid():
             try:
-                memory = services.memory_create(user=request.user, **form.cleaned_data)
+                memory = services.memory_create(user=request.user, **form.cleaned_data,
+                                                origin=ChangeOrigin.DASHBOARD)
             except ValidationError as exc:
                 add_service_errors(form, exc)
             except services.SubjectConflict as exc:
@@ -171,7 +184,8 @@ def memory_edit(request: HttpRequest, memory_id: str) -> HttpResponse:
         if form.is_valid():
             try:
                 services.memory_update(user=request.user, memory=memory,
-                                       content=form.cleaned_data["content"])
+                                       content=form.cleaned_data["content"],
+                                       origin=ChangeOrigin.DASHBOARD)
             except ValidationError as exc:
                 add_service_errors(form, exc)
             else:
@@ -189,25 +203,71 @@ def memory_edit(request: HttpRequest, memory_id: str) -> HttpResponse:
                   status=_form_status(request, status))
 
 
+def _history_answer(request: HttpRequest, memory_id: str, confirmation: str) -> HttpResponse:
+    """After a restore or an undo: htmx gets the history in place, without JavaScript the
+    history page after a redirect, with the confirmation either way."""
+    if request.htmx:
+        memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
+        return render(request, "agent_memory/_memory_history.html",
+                      _history_context(memory, confirmation=confirmation))
+    messages.success(request, confirmation)
+    return redirect("agent_memory:memory_history", memory_id=memory_id)
+
+
+def _history_refusal(request: HttpRequest, memory: AgentMemory, status: int,
+                     **extra: object) -> HttpResponse:
+    template = (
+        "agent_memory/_memory_history.html" if request.htmx else "agent_memory/memory_history.html"
+    )
+    return render(request, template, _history_context(memory, **extra),
+                  status=_form_status(request, status))
+
+
 @login_required
 @require_POST
 def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
-    """Bring a deleted memory back from its history page, as a new version (of its last text,
-    or of the version asked for)."""
+    """Bring back an earlier text as a new version: a deleted memory (its last text, or the
+    version asked for), or an earlier version of an active one."""
     memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
     form = RestoreForm(request.POST)
-    page = {"memory": memory, "timeline": timeline(memory)}
     if not form.is_valid():
-        return render(request, "agent_memory/memory_history.html", {**page, "form": form},
-                      status=400)
+        return _history_refusal(request, memory, 400, form=form)
     try:
         update = services.memory_restore(user=request.user, memory=memory,
-                                         version_number=form.cleaned_data["version"])
+                                         version_number=form.cleaned_data["version"],
+                                         origin=ChangeOrigin.DASHBOARD)
     except services.SubjectConflict as exc:
-        return render(request, "agent_memory/memory_history.html",
-                      {**page, "conflict": exc.memory}, status=409)
-    messages.success(request, f"Restored as version {update.version}: '{update.new_content}'.")
-    return redirect("agent_memory:memory_history", memory_id=memory.pk)
+        return _history_refusal(request, memory, 409, conflict=exc.memory)
+    except ValidationError as exc:
+        return _history_refusal(request, memory, 400, refusal=" ".join(exc.messages))
+    return _history_answer(request, memory.pk,
+                           f"Restored as version {update.version}: '{update.new_content}'.")
+
+
+@login_required
+@require_POST
+def memory_revert(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Undo the latest change of a memory in one click (the agent's, typically): a new version
+    with the text before it, the memory deleted when the change was its creation, or a deleted
+    memory restored. History is added to, never rewritten."""
+    memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
+    form = RestoreForm(request.POST)
+    if not form.is_valid():
+        return _history_refusal(request, memory, 400, form=form)
+    try:
+        revert = services.memory_revert(user=request.user, memory=memory,
+                                        version_number=form.cleaned_data["version"],
+                                        origin=ChangeOrigin.DASHBOARD)
+    except services.SubjectConflict as exc:
+        return _history_refusal(request, memory, 409, conflict=exc.memory)
+    except ValidationError as exc:
+        return _history_refusal(request, memory, 400, refusal=" ".join(exc.messages))
+    if revert.action == "deleted":
+        confirmation = (f"Undone: '{revert.content}' is deleted again; its history stays, "
+                        "and you can restore it.")
+    else:
+        confirmation = f"Undone: version {revert.version} has the text '{revert.content}'."
+    return _history_answer(request, memory.pk, confirmation)
 
 
 # --- Places of interest (seed 001) -------------------------------------------------------------

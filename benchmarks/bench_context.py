@@ -49,16 +49,19 @@ urlpatterns: list = []
 
 def fill(*, users: int, conversations: int, chunks: int, seed: int = 7) -> list[dict]:
     """N users in families of four; each has `conversations` conversations about the family's
-    legacy with `chunks` archived chunks and a short unarchived tail of messages."""
+    legacy with `chunks` archived chunks and a short unarchived tail of messages (every
+    unit embedded with the current model; the archived messages themselves are not stored)."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
+    from conversations.embedding import model_key
     from conversations.models import Conversation, ConversationChunk, Message
     from facts.models import Legacy, LegacyFact, LegacyMembership
     from memory_site.core.ai import count_tokens, get_embedder
 
     rng = random.Random(seed)
     embedder = get_embedder()
+    key = model_key()
     people = []
     legacy = None
     for u in range(users):
@@ -87,16 +90,20 @@ def fill(*, users: int, conversations: int, chunks: int, seed: int = 7) -> list[
             for k, (text, vector) in enumerate(zip(texts, embedder.embed(texts), strict=True)):
                 chunk_rows.append(ConversationChunk(
                     conversation=conversation, user=user, legacy=legacy, content=text,
-                    embedding=vector, message_range_start=k * 20, message_range_end=k * 20 + 20,
+                    embedding=vector, embedding_model=key, message_range_start=k * 20,
+                    message_range_end=k * 20 + 20,
                 ))
             tail_start = chunks * 20
-            for i in range(6):
-                content = (probe if (c == 0 and i == 2) else
-                           f"I remember {rng.choice(TOPICS)}." if i % 2 == 0 else "Tell me more.")
+            contents = [probe if (c == 0 and i == 2) else
+                        f"I remember {rng.choice(TOPICS)}." if i % 2 == 0 else "Tell me more."
+                        for i in range(6)]
+            # Every message is a unit, embedded as the embedding job would have done.
+            for i, (content, vector) in enumerate(zip(contents, embedder.embed(contents),
+                                                      strict=True)):
                 message_rows.append(Message(
                     conversation=conversation, sequence=tail_start + i,
                     role="user" if i % 2 == 0 else "assistant", content=content,
-                    token_count=count_tokens(content),
+                    token_count=count_tokens(content), embedding=vector, embedding_model=key,
                 ))
         ConversationChunk.objects.bulk_create(chunk_rows)
         Message.objects.bulk_create(message_rows)

@@ -1,4 +1,10 @@
-"""Admin for support staff: conversations, messages, rolling summaries and chunks."""
+"""Admin for support staff: conversations, messages, rolling summaries and chunks, read-only.
+
+A conversation's user and legacy and a chunk's user, legacy and conversation decide whose
+retrieval and context a row reaches, so nothing here is edited in a form
+(memory_site.core.admin): staff retry summaries and delete conversations through the services,
+and each of those actions is logged.
+"""
 
 from datetime import timedelta
 
@@ -8,19 +14,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
-from conversations.services import summarization
+from conversations.services import conversation_delete, summarization
+from memory_site.core.admin import ServiceOnlyAdmin, ServiceOnlyInline, service_action
 
 
-class MessageInline(admin.TabularInline):
+class MessageInline(ServiceOnlyInline):
     model = Message
-    extra = 0
     fields = ["sequence", "role", "content", "token_count", "created_at"]
     readonly_fields = fields
-    can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class ArchiveFailingFilter(admin.SimpleListFilter):
@@ -39,38 +41,34 @@ class ArchiveFailingFilter(admin.SimpleListFilter):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(ServiceOnlyAdmin):
     list_display = ["__str__", "user", "legacy", "status", "message_count", "turn_count",
                     "archive_failures", "last_message_at"]
     list_filter = ["status", ArchiveFailingFilter, "created_at"]
     search_fields = ["id", "title", "user__username", "legacy__name"]
     list_select_related = ["user", "legacy"]
-    raw_id_fields = ["user", "legacy"]
-    # Counters and pipeline state are the services' to keep; staff read them here.
-    readonly_fields = ["message_count", "turn_count", "archive_failures", "archive_failed_at",
-                       "archive_error", "last_message_at", "closed_at"]
     inlines = [MessageInline]
+    actions = ["delete_conversations"]
+
+    @admin.action(description="Delete the selected conversations, as their users would "
+                  "(with the facts taken from them)", permissions=["service"])
+    def delete_conversations(self, request, queryset):
+        service_action(
+            self, request, queryset,
+            service=lambda conversation: conversation_delete(conversation=conversation),
+            done="Conversation deleted", deletes=True,
+        )
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ServiceOnlyAdmin):
     """View only: the log is append-only, and summaries, chunks, facts and tool replays refer to
     messages by sequence, so an edit or a deletion here would silently falsify them."""
 
     list_display = ["conversation", "sequence", "role", "token_count", "created_at"]
     list_filter = ["role", "created_at"]
     search_fields = ["content", "conversation__id", "conversation__user__username"]
-    raw_id_fields = ["conversation"]
     list_select_related = ["conversation"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
@@ -94,32 +92,35 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 
 @admin.register(ConversationMemory)
-class ConversationMemoryAdmin(admin.ModelAdmin):
+class ConversationMemoryAdmin(ServiceOnlyAdmin):
     list_display = ["conversation", "start_sequence", "end_sequence", "status",
                     "generation_time_ms", "error", "created_at"]
     list_filter = [NeedsAttentionFilter, "status", "created_at"]
     search_fields = ["conversation__id", "conversation__user__username", "memory_text"]
-    raw_id_fields = ["conversation", "base_memory"]
     list_select_related = ["conversation"]
     actions = ["retry_summaries"]
 
-    @admin.action(description="Retry the selected failed or stuck summaries")
+    @admin.action(description="Retry the selected failed or stuck summaries",
+                  permissions=["service"])
     def retry_summaries(self, request, queryset):
-        retried = sum(summarization.rolling_summary_retry(memory=memory) for memory in queryset)
-        skipped = queryset.count() - retried
+        retried = []
+        for memory in queryset:
+            if summarization.rolling_summary_retry(memory=memory):
+                retried.append(memory)
+                self.log_change(request, memory, "Summary retried")
+        skipped = queryset.count() - len(retried)
         self.message_user(
             request,
-            f"Retrying {retried} summaries; {skipped} skipped (completed or still running).",
+            f"Retrying {len(retried)} summaries; {skipped} skipped (completed or still running).",
             messages.SUCCESS if retried else messages.WARNING,
         )
 
 
 @admin.register(ConversationChunk)
-class ConversationChunkAdmin(admin.ModelAdmin):
+class ConversationChunkAdmin(ServiceOnlyAdmin):
     list_display = ["conversation", "message_range_start", "message_range_end", "user", "legacy",
                     "created_at"]
     list_filter = ["created_at"]
     search_fields = ["content", "user__username", "legacy__name", "conversation__id"]
-    raw_id_fields = ["conversation", "user", "legacy"]
     exclude = ["embedding"]
     list_select_related = ["conversation", "user", "legacy"]

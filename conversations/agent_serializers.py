@@ -15,14 +15,17 @@ from conversations.models import Conversation, ConversationMemory, Message
 from conversations.serializers import ExportSessionStateSerializer, MessageSerializer
 from facts.models import LegacyFact
 from facts.selectors import fact_label
+from memory_site.core.strict import BoundedIntegerField, StrictInputSerializer, TextField
 
 
-class SearchQuerySerializer(serializers.Serializer):
+class SearchQuerySerializer(StrictInputSerializer):
     """Documents `q` and `k` for the schema; validation is retrieval.validate_search_input."""
 
-    q = serializers.CharField(help_text="What to look for in my earlier conversations.")
-    k = serializers.IntegerField(
-        required=False, help_text="How many hits (1 to SEARCH_MAX_K; default SEARCH_DEFAULT_K)."
+    q = TextField(max_setting="SEARCH_QUERY_MAX_CHARS",
+                  help_text="What to look for in my earlier conversations.")
+    k = BoundedIntegerField(
+        minimum=1, max_setting="SEARCH_MAX_K", required=False,
+        help_text="How many hits (1 to SEARCH_MAX_K; default SEARCH_DEFAULT_K).",
     )
 
 
@@ -48,7 +51,7 @@ class SearchResponseSerializer(serializers.Serializer):
     )
 
 
-class ContextQuerySerializer(serializers.Serializer):
+class ContextQuerySerializer(StrictInputSerializer):
     query = serializers.CharField(
         required=False, allow_blank=True,
         help_text="What to retrieve earlier conversations for; default: the latest user message.",
@@ -100,7 +103,8 @@ class ContextCutSerializer(serializers.Serializer):
     part = serializers.ChoiceField(choices=CUT_ORDER)
     item = serializers.JSONField(
         allow_null=True,
-        help_text="What went: a retrieved unit {id, kind, score}, a message {sequence, role}, "
+        help_text="What went: a retrieved unit {id, kind, score}, a message or a raw-turn "
+        "message {sequence, role}, "
         "a fact {id}, a memory or place line, the persona {kept_tokens, tokens}, the latest "
         "message {sequence, kept_tokens}, or null for a whole block.",
     )
@@ -170,6 +174,11 @@ class ContextPartsSerializer(serializers.Serializer):
     retrieved = SearchHitSerializer(many=True)
     rolling_summary = ContextSummarySerializer(allow_null=True)
     messages = ContextMessageSerializer(many=True, help_text="The replayed messages.")
+    raw_from_sequence = serializers.IntegerField(
+        allow_null=True, help_text="The first message of the last CONTEXT_RAW_TURNS turns, "
+        "replayed verbatim whatever the rolling summary covers and cut last; null in an empty "
+        "conversation."
+    )
     session_state = ContextSessionStateSerializer()
 
 
@@ -196,7 +205,7 @@ class ContextResponseSerializer(serializers.Serializer):
     rolling_session_summary = serializers.CharField(
         source="rolling_summary.memory_text", allow_null=True
     )
-    recent_turn_summaries = _strings("One line per recent turn (CHECKPOINT_LAST_TURNS).")
+    recent_turn_summaries = _strings("One line per recent turn (CONTEXT_RAW_TURNS).")
     active_topics = _strings(source="session_state.active_topics")
     active_job_refs = _strings(source="session_state.active_job_refs")
     pending_clarifications = _strings(source="session_state.pending_clarifications")
@@ -283,15 +292,15 @@ class CheckpointResponseSerializer(serializers.Serializer):
     session_state = ContextSessionStateSerializer()
     last_turns = serializers.ListField(
         child=CheckpointMessageSerializer(many=True),
-        help_text="The last CHECKPOINT_LAST_TURNS turns, oldest first; each a user message "
+        help_text="The last CONTEXT_RAW_TURNS turns, oldest first; each a user message "
         "and the replies that followed it.",
     )
     summary_delta = SummaryDeltaSerializer(source="summary", allow_null=True)
 
 
-class TurnInputSerializer(serializers.Serializer):
+class TurnInputSerializer(StrictInputSerializer):
     # Emptiness and length are checked by conversations.services.validate_message_content.
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    content = TextField(max_setting="MESSAGE_MAX_CHARS")
 
 
 def context_response(packet: ContextPacket) -> dict:

@@ -47,7 +47,7 @@ def last_turns(*, conversation: Conversation, turns: int) -> list[list[Message]]
 def recent_turn_summaries(*, conversation: Conversation) -> list[str]:
     """Seed 004's `recent_turn_summaries[]`: one compressed line per recent turn."""
     lines = []
-    for turn in last_turns(conversation=conversation, turns=settings.CHECKPOINT_LAST_TURNS):
+    for turn in last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS):
         said = [f"{m.role}: {_preview(m.content)}" for m in turn if m.role != Message.Role.TOOL]
         tools = sum(1 for m in turn if m.role == Message.Role.TOOL)
         lines.append(" → ".join(said) + (f" ({tools} tool call(s))" if tools else ""))
@@ -111,6 +111,6 @@ class Checkpoint:
 def checkpoint_snapshot(*, conversation: Conversation) -> Checkpoint:
     return Checkpoint(
         conversation=conversation,
-        last_turns=last_turns(conversation=conversation, turns=settings.CHECKPOINT_LAST_TURNS),
+        last_turns=last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS),
         summary=latest_completed_rolling_summary(conversation=conversation),
     )

@@ -1,5 +1,6 @@
 """System checks that the job queue's limits fit the summarisation pipeline's worst case:
-one deadline per job step, computed from the provider timeouts, attempts and backoff."""
+one deadline per job step, computed from the provider timeouts, attempts and backoff; and that
+the search's text configuration is the one of the stored search vectors."""
 
 from django.conf import settings
 from django.core.checks import Error, Warning, register
@@ -76,3 +77,20 @@ def check_job_limits(app_configs, **kwargs) -> list:
             id="conversations.W002",
         ))
     return problems
+
+
+@register()
+def check_search_text_config(app_configs, **kwargs) -> list:
+    """The stored tsvector columns are computed with one text search configuration; a query
+    stemmed with another would miss their words."""
+    from conversations.models import STORED_TEXT_CONFIG
+
+    if settings.SEARCH_TEXT_CONFIG != STORED_TEXT_CONFIG:
+        return [Error(
+            f"SEARCH_TEXT_CONFIG is {settings.SEARCH_TEXT_CONFIG!r}, but the stored search "
+            f"vectors of messages and chunks use {STORED_TEXT_CONFIG!r}.",
+            hint="Unset SEARCH_TEXT_CONFIG, or change conversations.models.STORED_TEXT_CONFIG "
+            "and make a migration of the generated columns.",
+            id="conversations.E003",
+        )]
+    return []

@@ -1,14 +1,16 @@
 """The context packet of the next LLM call (seed 004's ConversationContextPacket, extended).
 
 The rows of each block of the system prompt are read here once and rendered by
-conversations.prompt, in its cache-friendly order; the system prompt is followed by the messages: the gap after the latest completed rolling summary (seed 002), or
-the last CONTEXT_RECENT_MESSAGES when no summary is ready. Everything stored that users wrote
-reaches the prompt inside a fence, as data.
+conversations.prompt, in its cache-friendly order; the system prompt is followed by the
+messages: the last CONTEXT_RAW_TURNS turns verbatim, both roles, whatever the state of the
+rolling summary (seed 004), and before them the gap after the latest completed rolling summary
+(seed 002), or the last CONTEXT_RECENT_MESSAGES when no summary is ready. Everything stored
+that users wrote reaches the prompt inside a fence, as data.
 
 The packet always fits CONTEXT_TOKEN_BUDGET (tiktoken). Over budget, parts are cut in
-CUT_ORDER; the persona instructions and the date-time line are never cut, the conversation's
-persona only when it alone does not fit (a row older than PERSONA_MAX_TOKENS, or a budget
-lowered later).
+CUT_ORDER, the raw turns last; the persona instructions and the date-time line are never cut,
+the conversation's persona only when it alone does not fit (a row older than
+PERSONA_MAX_TOKENS, or a budget lowered later).
 """
 
 from collections.abc import Callable
@@ -29,7 +31,7 @@ from conversations.prompt import Section
 from conversations.retrieval import SearchHit, search_conversations
 from conversations.selectors import latest_completed_rolling_summary
 from facts.models import LegacyFact
-from facts.selectors import facts_visible_to
+from facts.selectors import corrections_said_in, facts_visible_to
 from memory_site.core.ai import count_tokens, truncate_to_tokens
 
 # OpenAI's chat format spends a few tokens per message on the role and separators.
@@ -40,12 +42,13 @@ REPLAYED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 # date-time line.
 CUT_ORDER = (
     "retrieved",          # lowest-ranked unit first
-    "messages",           # oldest first; the latest message stays
+    "messages",           # replayed messages before the raw turns, oldest first
     "session_state",      # whole block
     "rolling_summary",    # whole block
     "facts",              # newest line first (facts are ordered oldest first)
     "places",             # last line first
     "memory",             # last line first
+    "raw_turns",          # the last CONTEXT_RAW_TURNS turns, oldest message first; the latest stays
     "persona",            # only when it alone does not fit: cut, keeping its beginning
     "latest_message",     # truncated to what is left, keeping its beginning
 )
@@ -57,6 +60,8 @@ class ContextPacket:
     sections: list[Section]
     messages: list[Message]
     latest_content: str | None  # the latest message's content as sent (possibly truncated)
+    # The first message of the raw turns: messages from here on are cut last.
+    raw_from_sequence: int | None
     compiled_at: datetime
     cuts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -138,16 +143,35 @@ def total_tokens(messages: list[dict[str, str]]) -> int:
     return sum(count_tokens(m["content"]) + TOKENS_PER_MESSAGE for m in messages)
 
 
-def context_messages(conversation: Conversation) -> tuple[ConversationMemory | None, list[Message]]:
-    """Seed 002's read: the latest completed summary and the messages after it, or, without a
+@dataclass(frozen=True)
+class ReplayedMessages:
+    """What the packet replays after the system prompt."""
+
+    summary: ConversationMemory | None
+    messages: list[Message]
+    raw_from_sequence: int | None  # the first message of the raw turns; None without any
+
+
+def context_messages(conversation: Conversation) -> ReplayedMessages:
+    """The raw turns (the checkpoint's last CONTEXT_RAW_TURNS turns, seed 004) and, before
+    them, seed 002's read: the messages after the latest completed summary or, without a
     summary, the last CONTEXT_RECENT_MESSAGES (seed 000). Only user and assistant messages are
     replayed; tool results live on in the assistant's reply."""
     summary = latest_completed_rolling_summary(conversation=conversation)
     messages = Message.objects.filter(conversation=conversation, role__in=REPLAYED_ROLES)
+    turns = checkpoint.last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS)
+    raw_from = turns[0][0].sequence if turns else None
     if summary is not None:
-        return summary, list(messages.filter(sequence__gt=summary.end_sequence).order_by("sequence"))
-    recent = messages.order_by("-sequence")[: settings.CONTEXT_RECENT_MESSAGES]
-    return None, sorted(recent, key=lambda m: m.sequence)
+        start = summary.end_sequence + 1
+    else:
+        recent = messages.order_by("-sequence")[: settings.CONTEXT_RECENT_MESSAGES]
+        start = min((m.sequence for m in recent), default=None)
+    if start is None or (raw_from is not None and raw_from < start):
+        start = raw_from
+    replayed = [] if start is None else list(
+        messages.filter(sequence__gte=start).order_by("sequence")
+    )
+    return ReplayedMessages(summary=summary, messages=replayed, raw_from_sequence=raw_from)
 
 
 def _retrieve(
@@ -167,6 +191,28 @@ def _retrieve(
     return result.hits
 
 
+def _corrections(conversation: Conversation, hits: list[SearchHit]) -> dict[str, list[str]]:
+    """hit id → what the user later corrected in it, as the current facts say it now: an
+    earlier conversation keeps its words ("married in 1961"), the prompt says they were
+    corrected ("1962"), so the model is not left with two answers."""
+    if not hits:
+        return {}
+    pairs = corrections_said_in(
+        user=conversation.user, legacy=conversation.legacy,
+        conversation_ids={hit.conversation_id for hit in hits},
+    )
+    notes: dict[str, list[str]] = {}
+    for hit in hits:
+        for old, current in pairs:
+            start, end = old.source_range_start, old.source_range_end
+            if (old.source_conversation_id == hit.conversation_id and start is not None
+                    and end is not None and start < hit.message_range_end
+                    and hit.message_range_start < end
+                    and current.content not in notes.get(hit.id, [])):
+                notes.setdefault(hit.id, []).append(current.content)
+    return notes
+
+
 def build_context(
     *, conversation: Conversation, query: str | None = None, now: datetime | None = None
 ) -> ContextPacket:
@@ -175,7 +221,8 @@ def build_context(
     `query` drives retrieval; without one, the latest user message does.
     """
     user = conversation.user
-    summary, messages = context_messages(conversation)
+    replayed = context_messages(conversation)
+    summary, messages = replayed.summary, replayed.messages
     if query is None or not query.strip():
         latest_user = next((m for m in reversed(messages) if m.role == Message.Role.USER), None)
         if latest_user is None:
@@ -194,13 +241,14 @@ def build_context(
         prompt.datetime_section(compiled_at),
         prompt.facts_section(facts_visible_to(user, conversation.legacy),
                              legacy_name=conversation.legacy.name),
-        prompt.retrieved_section(hits),
+        prompt.retrieved_section(hits, corrections=_corrections(conversation, hits)),
         prompt.summary_section(summary),
         prompt.session_state_section(conversation),
     ]
     packet = ContextPacket(
         conversation=conversation, sections=sections, messages=messages, latest_content=None,
-        compiled_at=compiled_at, warnings=warnings, query=query,
+        raw_from_sequence=replayed.raw_from_sequence, compiled_at=compiled_at,
+        warnings=warnings, query=query,
     )
     _fit_budget(packet)
     return packet
@@ -217,11 +265,20 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
             return {"part": name, "item": _describe(section.lines.pop())}
         return cut
 
-    def pop_message() -> dict[str, Any] | None:
-        if len(packet.messages) <= 1:
-            return None
-        message = packet.messages.pop(0)
-        return {"part": "messages", "item": {"sequence": message.sequence, "role": message.role}}
+    def pop_message(part: str) -> Callable[[], dict[str, Any] | None]:
+        """The oldest replayed message; `messages` stops at the raw turns, `raw_turns` at the
+        latest message."""
+        def cut() -> dict[str, Any] | None:
+            if len(packet.messages) <= 1:
+                return None
+            message = packet.messages[0]
+            raw = (packet.raw_from_sequence is not None
+                   and message.sequence >= packet.raw_from_sequence)
+            if raw != (part == "raw_turns"):
+                return None
+            packet.messages.pop(0)
+            return {"part": part, "item": {"sequence": message.sequence, "role": message.role}}
+        return cut
 
     def cut_persona() -> dict[str, Any] | None:
         section = packet.section("persona")
@@ -269,12 +326,13 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
 
     return {
         "retrieved": pop_line("retrieved"),
-        "messages": pop_message,
+        "messages": pop_message("messages"),
         "session_state": lambda: _drop_section(packet, "session_state"),
         "rolling_summary": lambda: _drop_section(packet, "rolling_summary"),
         "facts": pop_line("facts"),
         "places": pop_line("places"),
         "memory": pop_line("memory"),
+        "raw_turns": pop_message("raw_turns"),
         "persona": cut_persona,
         "latest_message": truncate_latest,
     }

@@ -3,9 +3,40 @@
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
+
+# The text search configuration of the stored tsvector columns. It is part of the schema (a
+# generated column), so it is fixed here rather than read from the environment;
+# conversations.checks errors when SEARCH_TEXT_CONFIG names another one.
+STORED_TEXT_CONFIG = "english"
+# The roles whose messages are retrieval units: what the user and the agent said.
+UNIT_ROLES = ("user", "assistant")
+
+
+def _search_vector() -> models.GeneratedField:
+    """The content's tsvector, computed by PostgreSQL on every write and stored, so that a
+    search reads it (and its GIN index) instead of computing to_tsvector per row and query."""
+    return models.GeneratedField(
+        expression=SearchVector("content", config=STORED_TEXT_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+
+def _embedding() -> VectorField:
+    """NULL until embedded (a message is embedded by a job after it is appended; any vector
+    after `manage.py reembed` changed the dimensions)."""
+    return VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+
+
+def _embedding_model() -> models.CharField:
+    """The key of the embedding model the vector was made with (conversations.embedding.
+    model_key), "" while not embedded: vectors of two models are never ranked together."""
+    return models.CharField(max_length=200, blank=True, default="")
 
 
 class Conversation(models.Model):
@@ -88,9 +119,31 @@ class Message(models.Model):
     # NULL, not "", so that the partial unique constraint ignores messages without a key.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(auto_now_add=True)
+    # Retrieval (conversations.retrieval): every user and assistant message is a unit.
+    embedding = _embedding()
+    embedding_model = _embedding_model()
+    search_vector = _search_vector()
 
     class Meta:
         ordering = ["conversation", "sequence"]
+        indexes = [
+            # The units in scope and how many are embedded with which model, read from the
+            # index alone; and the newest units of a conversation (recency candidates).
+            models.Index(
+                fields=["conversation", "embedding_model", "sequence"],
+                condition=Q(role__in=UNIT_ROLES), name="ix_message_units",
+            ),
+            # What the embedding sweep looks for: units not embedded yet.
+            models.Index(
+                fields=["conversation"], condition=Q(role__in=UNIT_ROLES, embedding_model=""),
+                name="ix_message_unembedded",
+            ),
+            GinIndex(fields=["search_vector"], name="ix_message_search_vector"),
+            HnswIndex(
+                name="ix_message_embedding", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation", "sequence"], name="unique_message_sequence"
@@ -181,7 +234,9 @@ class ConversationChunk(models.Model):
         "facts.Legacy", on_delete=models.CASCADE, related_name="conversation_chunks"
     )
     content = models.TextField()
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
+    embedding = _embedding()
+    embedding_model = _embedding_model()
+    search_vector = _search_vector()
     message_range_start = models.PositiveIntegerField()
     message_range_end = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -190,6 +245,7 @@ class ConversationChunk(models.Model):
         ordering = ["conversation", "message_range_start"]
         indexes = [
             models.Index(fields=["user", "legacy"], name="ix_conv_chunks_user_legacy"),
+            GinIndex(fields=["search_vector"], name="ix_chunk_search_vector"),
             HnswIndex(
                 name="ix_conversation_chunks_embed",
                 fields=["embedding"],

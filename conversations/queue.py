@@ -31,6 +31,35 @@ def enqueue_summarization(*, conversation_id: UUID | str, respect_backoff: bool 
     )
 
 
+EMBED_TASK = "conversations.tasks.embed_conversation"
+EMBED_TASK_NAME_PREFIX = "embed:"
+
+
+def enqueue_embedding(*, conversation_id: UUID | str) -> None:
+    """Queue the embedding of the conversation's messages that have no vector yet: after an
+    append (never on the request path), an import, or by the sweep."""
+    async_task(
+        EMBED_TASK, str(conversation_id),
+        task_name=f"{EMBED_TASK_NAME_PREFIX}{conversation_id}", group="conversation-memory",
+        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+    )
+
+
+def enqueue_summarization_and_embedding(*, conversation_id: UUID | str) -> None:
+    """Both jobs of newly written messages (an import, a batch), from one on-commit callback."""
+    enqueue_summarization(conversation_id=conversation_id)
+    enqueue_embedding(conversation_id=conversation_id)
+
+
+def queued_embeddings() -> set[str]:
+    """Ids of the conversations with an embedding job in the queue (as queued_summarizations)."""
+    return {
+        name.removeprefix(EMBED_TASK_NAME_PREFIX)
+        for name in _queued_task_names()
+        if isinstance(name, str) and name.startswith(EMBED_TASK_NAME_PREFIX)
+    }
+
+
 def queued_summarizations() -> set[str]:
     """Ids of the conversations with a summarisation job in django-q2's queue.
 

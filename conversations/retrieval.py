@@ -1,38 +1,62 @@
 """Hybrid retrieval over a user's earlier conversations about one legacy (seeds 000 and 004).
 
-Units are the archived chunks of seed 000 and, optionally, the single user messages that no
-chunk covers yet (the tail of a conversation too short to be archived). Each unit is ranked by
-pgvector cosine distance and by PostgreSQL full-text search; the two ranks are fused by
-reciprocal rank fusion, then a recency term and seed 004's open-loop priority are added.
-
-The scope (user, legacy) is applied inside a MATERIALIZED CTE and the final order is a computed
-score, so the planner can never answer from the HNSW index: pgvector 0.6 applies a WHERE after
-its approximate scan and would silently return fewer rows than asked for when most neighbours
-belong to other users. Scoped sets are small (one user's chunks about one legacy), so the exact
-scan is cheap; see docs/agent-side.md.
+Units are every user and assistant message and the archived chunks (the summary-level units
+beside them). Each unit in scope can be a candidate of four short lists, each answered by an
+index or a stored column: the nearest by embedding (an exact scan of a small scope, the HNSW
+index with pgvector 0.8's iterative scan for a large one), the best by full-text rank on the
+stored tsvector (GIN), the newest, and the newest that can close an open loop. The candidates'
+vector and text ranks are fused by reciprocal rank fusion, then recency and seed 004's
+open-loop priority are added. A hit is a place: a message with its neighbours (both roles) or
+a chunk, and units whose places overlap in one conversation are merged into one hit, so the
+top k are k different places. docs/agent-side.md has the design and its guarantees.
 """
 
+import json
 import logging
+import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
-from conversations.models import Conversation, ConversationChunk, Message
+from conversations.embedding import model_key
+from conversations.models import (
+    STORED_TEXT_CONFIG,
+    Conversation,
+    ConversationChunk,
+    Message,
+)
 from facts.models import Legacy
-from memory_site.core.ai import EmbeddingError, get_embedder
+from memory_site.core.ai import EmbeddingError, get_embedder, truncate_to_tokens
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
 
+VECTOR_UNAVAILABLE = (
+    "vector search unavailable (the embedding provider failed); ranked by text only"
+)
+NO_WORDS = "the query has no words to search for (only stop words or punctuation); newest first"
+
+
+@dataclass(frozen=True)
+class HitMessage:
+    sequence: int
+    role: str
+    content: str
+
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One retrieved unit; the message range is end-exclusive as in seed 000."""
+    """One place of an earlier conversation: a message with its neighbours, or a chunk, with
+    every other unit whose range overlapped it merged in. The range is end-exclusive as in
+    seed 000; `kind`, `id`, the ranks and `created_at` are those of its best unit."""
 
     kind: str
     id: str
@@ -45,14 +69,22 @@ class SearchHit:
     vector_rank: int | None
     text_rank: int | None
     open_loop: bool
+    summary: str = ""  # the summaries of the chunks in the place
+    messages: tuple[HitMessage, ...] = ()  # the messages shown, in sequence order
+    unit_ids: tuple[str, ...] = ()  # every unit merged into the place, best first
 
 
 @dataclass(frozen=True)
 class SearchResult:
     hits: list[SearchHit]
-    total: int  # units in scope; len(hits) == min(k, total)
+    # Units in scope (messages and chunks). len(hits) == min(k, places), where places are the
+    # non-overlapping places the units make; k when units do not overlap.
+    total: int
     # Set when a part of the ranking was unavailable, e.g. the embedding provider failed.
     warnings: list[str] = field(default_factory=list)
+    # How the vector lists were read: "exact", "hnsw" (iterative index scan), "hnsw+exact"
+    # (an index scan stopped short and the exact scan completed it) or "none".
+    vector_scan: str = "none"
 
 
 def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
@@ -61,20 +93,19 @@ def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
     text = query.strip() if isinstance(query, str) else ""
     if not text:
         errors["q"] = ["A search needs a query."]
-    elif len(text) > settings.SEARCH_QUERY_MAX_CHARS:
+    elif len(query) > settings.SEARCH_QUERY_MAX_CHARS:  # as sent, as the schema's maxLength
         errors["q"] = [f"At most {settings.SEARCH_QUERY_MAX_CHARS} characters."]
     elif has_nul(text):
         errors["q"] = [NUL_MESSAGE]
-    if k is None or k == "":
+    if k is None:
         number = settings.SEARCH_DEFAULT_K
+    elif isinstance(k, int) or (isinstance(k, str) and re.fullmatch(r"-?[0-9]+", k)):
+        number = int(k)
     else:
-        try:
-            number = int(k)  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            number = 0
-            errors["k"] = ["Must be a whole number."]
-        if "k" not in errors and not 1 <= number <= settings.SEARCH_MAX_K:
-            errors["k"] = [f"Must be between 1 and {settings.SEARCH_MAX_K}."]
+        number = 0
+        errors["k"] = ["Must be a whole number."]
+    if "k" not in errors and not 1 <= number <= settings.SEARCH_MAX_K:
+        errors["k"] = [f"Must be between 1 and {settings.SEARCH_MAX_K}."]
     if errors:
         raise ValidationError(errors)
     return text, number
@@ -84,18 +115,11 @@ def _vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in vector) + "]"
 
 
-def open_loops_for(*, user: AbstractBaseUser, legacy: Legacy) -> list[str]:
-    """The unresolved threads of all the user's conversations about the legacy (seed 004)."""
-    loops: list[str] = []
-    for conversation_loops in Conversation.objects.filter(user=user, legacy=legacy).values_list(
-        "open_loops", flat=True
-    ):
-        for loop in conversation_loops or []:
-            text = loop.get("text", "") if isinstance(loop, dict) else str(loop)
-            if text.strip():
-                loops.append(text.strip())
-    return loops
+def _tsquery_literal(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
+
+# --- Open loops (seed 004) --------------------------------------------------------------------
 
 # Words that mark a sentence as an open loop ("I need to find …") say nothing of its subject.
 _LOOP_MARKER_LEXEMES = frozenset(
@@ -104,8 +128,21 @@ _LOOP_MARKER_LEXEMES = frozenset(
 )
 
 
-def _tsquery_literal(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+def _loop_texts(open_loops_per_conversation: list[object]) -> list[str]:
+    loops: list[str] = []
+    for conversation_loops in open_loops_per_conversation:
+        for loop in conversation_loops or []:  # type: ignore[attr-defined]
+            text = loop.get("text", "") if isinstance(loop, dict) else str(loop)
+            if text.strip():
+                loops.append(text.strip())
+    return loops
+
+
+def open_loops_for(*, user: AbstractBaseUser, legacy: Legacy) -> list[str]:
+    """The unresolved threads of all the user's conversations about the legacy (seed 004)."""
+    return _loop_texts(list(Conversation.objects.filter(user=user, legacy=legacy).values_list(
+        "open_loops", flat=True
+    )))
 
 
 def open_loop_tsquery(loops: list[str]) -> str:
@@ -122,7 +159,7 @@ def open_loop_tsquery(loops: list[str]) -> str:
             "FROM unnest(%s::text[]) WITH ORDINALITY AS t(txt, i), "
             "unnest(to_tsvector(%s::regconfig, t.txt)) AS v "
             "ORDER BY t.i, v.positions[1]",
-            [loops, settings.SEARCH_TEXT_CONFIG],
+            [loops, STORED_TEXT_CONFIG],
         )
         rows = cursor.fetchall()
     by_loop: dict[int, list[str]] = {}
@@ -140,113 +177,504 @@ def open_loop_tsquery(loops: list[str]) -> str:
     return " | ".join(dict.fromkeys(clauses))
 
 
-_SEARCH_SQL = """
-WITH queries AS (
-    SELECT
-        -- plainto_tsquery ANDs every word; a question rarely repeats all of them, so OR them.
-        replace(plainto_tsquery(%(cfg)s::regconfig, %(q)s)::text, '&', '|')::tsquery AS tsq,
-        CASE WHEN %(loops)s = '' THEN NULL ELSE %(loops)s::tsquery END AS loop_tsq
-),
-scoped AS MATERIALIZED (
-    SELECT 'chunk' AS kind, c.id::text AS id, c.conversation_id, c.content,
-           c.message_range_start AS range_start, c.message_range_end AS range_end, c.created_at,
-           (c.embedding <=> %(vec)s::vector) AS distance
-    FROM {chunks} c
-    WHERE c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s
-      AND NOT (c.conversation_id = ANY(%(excluded)s::uuid[]))
-    UNION ALL
-    SELECT 'message', m.id::text, m.conversation_id, m.content,
-           m.sequence, m.sequence + 1, m.created_at, NULL
-    FROM {messages} m
-    JOIN {conversations} v ON v.id = m.conversation_id
-    WHERE %(include_messages)s
-      AND v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
-      AND NOT (v.id = ANY(%(excluded)s::uuid[]))
-      AND m.role = 'user'
-      AND m.sequence >= COALESCE(
-          (SELECT max(x.message_range_end) FROM {chunks} x WHERE x.conversation_id = v.id), 0)
-),
-matched AS (
-    SELECT s.*,
-           to_tsvector(%(cfg)s::regconfig, s.content) @@ queries.tsq AS text_match,
-           ts_rank_cd(to_tsvector(%(cfg)s::regconfig, s.content), queries.tsq) AS text_score,
-           COALESCE(to_tsvector(%(cfg)s::regconfig, s.content) @@ queries.loop_tsq, false)
-               AS open_loop
-    FROM scoped s CROSS JOIN queries
-),
-ranked AS (
-    SELECT m.*,
-           CASE WHEN m.distance IS NOT NULL THEN
-               row_number() OVER (ORDER BY m.distance ASC NULLS LAST, m.created_at DESC, m.id)
-           END AS vector_rank,
-           CASE WHEN m.text_match THEN
-               row_number() OVER (ORDER BY m.text_match DESC, m.text_score DESC,
-                                  m.created_at DESC, m.id)
-           END AS text_rank
-    FROM matched m
-),
-scored AS (
-    SELECT r.*,
-           COALESCE(1.0 / (%(rrf_k)s + r.vector_rank), 0)
-           + COALESCE(1.0 / (%(rrf_k)s + r.text_rank), 0)
-           + %(recency_weight)s * power(0.5,
-                 GREATEST(EXTRACT(EPOCH FROM (now() - r.created_at)), 0)
-                 / 86400.0 / %(half_life)s)
-           + CASE WHEN r.open_loop THEN %(open_loop_weight)s ELSE 0 END AS score
-    FROM ranked r
-)
-SELECT kind, id, conversation_id, content, range_start, range_end, created_at,
-       score::float8, vector_rank, text_rank, open_loop, count(*) OVER () AS total
-FROM scored
-ORDER BY score DESC, created_at DESC, id
-LIMIT %(k)s
+# --- The query's words --------------------------------------------------------------------------
+
+
+def _legacy_names(legacy: Legacy) -> list[str]:
+    """The words of the legacy's name: first name, nickname, family name."""
+    return list(dict.fromkeys(re.findall(r"\w[\w'-]*", legacy.name)))
+
+
+def query_tsquery(query: str, *, legacy: Legacy | None = None) -> str:
+    """The query's words (stemmed, stop words left out) OR-ed: a question rarely repeats all of
+    them. "" for a query of stop words or punctuation only. With SEARCH_EXPAND_NAMES, a query
+    that names the legacy by one of their names also looks for the others."""
+    texts = [query]
+    if settings.SEARCH_EXPAND_NAMES and legacy is not None:
+        names = _legacy_names(legacy)
+        lowered = query.lower()
+        if any(name.lower() in lowered for name in names):
+            texts.extend(names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT v.lexeme FROM unnest(%s::text[]) AS t(txt), "
+            "unnest(to_tsvector(%s::regconfig, t.txt)) AS v ORDER BY 1",
+            [texts, STORED_TEXT_CONFIG],
+        )
+        lexemes = [row[0] for row in cursor.fetchall()]
+    return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
+
+
+# --- The scope ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    id: UUID
+    message_count: int  # the next sequence: windows end before it
+    units: int  # user and assistant messages
+    embedded: int  # of them, embedded with the current model
+    chunks: int
+    chunks_embedded: int
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The user's conversations about the legacy that are searched, newest first, with their
+    unit counts (read from indexes), and the open loops of all of them."""
+
+    conversations: list[_Conversation]
+    loops: list[str]
+    include_messages: bool
+
+    @property
+    def ids(self) -> list[UUID]:
+        return [c.id for c in self.conversations]
+
+    @property
+    def messages(self) -> int:
+        return sum(c.units for c in self.conversations) if self.include_messages else 0
+
+    @property
+    def messages_embedded(self) -> int:
+        return sum(c.embedded for c in self.conversations) if self.include_messages else 0
+
+    @property
+    def chunks(self) -> int:
+        return sum(c.chunks for c in self.conversations)
+
+    @property
+    def chunks_embedded(self) -> int:
+        return sum(c.chunks_embedded for c in self.conversations)
+
+    @property
+    def total(self) -> int:
+        return self.messages + self.chunks
+
+    def newest(self, units: int) -> list[UUID]:
+        """The newest conversations that together hold at least `units` units."""
+        chosen, held = [], 0
+        for conversation in self.conversations:
+            if held >= units:
+                break
+            chosen.append(conversation.id)
+            held += conversation.units + conversation.chunks
+        return chosen
+
+
+_SCOPE_SQL = """
+SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS excluded,
+       (SELECT count(*) FROM {messages} m
+        WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')) AS units,
+       (SELECT count(*) FROM {messages} m
+        WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')
+          AND m.embedding_model = %(model)s) AS embedded,
+       (SELECT count(*) FROM {chunks} c
+        WHERE c.conversation_id = v.id AND c.user_id = v.user_id
+          AND c.legacy_id = v.legacy_id) AS chunks,
+       (SELECT count(*) FROM {chunks} c
+        WHERE c.conversation_id = v.id AND c.user_id = v.user_id AND c.legacy_id = v.legacy_id
+          AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL) AS chunks_embedded
+FROM {conversations} v
+WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
+ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 """
 
 
-def search_sql() -> str:
-    return _SEARCH_SQL.format(
-        chunks=connection.ops.quote_name(ConversationChunk._meta.db_table),
-        messages=connection.ops.quote_name(Message._meta.db_table),
-        conversations=connection.ops.quote_name(Conversation._meta.db_table),
+def _tables() -> dict[str, str]:
+    return {
+        "messages": connection.ops.quote_name(Message._meta.db_table),
+        "chunks": connection.ops.quote_name(ConversationChunk._meta.db_table),
+        "conversations": connection.ops.quote_name(Conversation._meta.db_table),
+    }
+
+
+def search_scope(
+    *, user: AbstractBaseUser, legacy: Legacy, exclude_conversation_ids: list[UUID] | None = None,
+    include_messages: bool | None = None,
+) -> Scope:
+    """The scope of a search, in one query: (user, legacy) applied in SQL."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SCOPE_SQL.format(**_tables()), {
+            "excluded": [str(pk) for pk in exclude_conversation_ids or []],
+            "model": model_key(), "user_id": user.pk, "legacy_id": legacy.pk,
+        })
+        rows = cursor.fetchall()
+    return Scope(
+        conversations=[
+            _Conversation(id=row[0], message_count=row[1], units=row[4], embedded=row[5],
+                          chunks=row[6], chunks_embedded=row[7])
+            for row in rows if not row[3]
+        ],
+        # Django reads jsonb as text and leaves decoding to JSONField.
+        loops=_loop_texts([json.loads(row[2]) if isinstance(row[2], str) else row[2]
+                           for row in rows]),
+        include_messages=(
+            settings.SEARCH_INCLUDE_MESSAGES if include_messages is None else include_messages
+        ),
     )
 
 
-def search_params(
-    *,
-    user: AbstractBaseUser,
-    legacy: Legacy,
-    query: str,
-    k: int,
-    exclude_conversation_ids: list[UUID] | None = None,
-    include_messages: bool | None = None,
-) -> dict[str, object]:
-    """The parameters of search_sql(); embeds the query with the configured embedder.
+# --- Candidates ---------------------------------------------------------------------------------
 
-    When the embedder fails, `vec` is NULL: no row gets a vector rank and the ranking
-    falls back to full-text search, recency and open loops rather than failing the request.
-    """
+
+@cache
+def _pgvector_version(vendor_key: str) -> tuple[int, ...]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if row is None:
+        return (0,)
+    return tuple(int(part) for part in row[0].split(".") if part.isdigit())
+
+
+def iterative_scans_supported() -> bool:
+    """pgvector 0.8 added iterative index scans (hnsw.iterative_scan); an older one has none."""
+    return _pgvector_version(connection.settings_dict["NAME"]) >= (0, 8)
+
+
+# The query's vector and tsqueries, sent once and read by every list through the CTE `q`
+# (NULL when absent: no vector, or no words).
+_QUERY_CTE = """
+q AS MATERIALIZED (SELECT %(vec)s::vector AS v, NULLIF(%(tsq)s, '')::tsquery AS tsq,
+                          NULLIF(%(loop_tsq)s, '')::tsquery AS loop_tsq)
+"""
+_MESSAGE_SCOPE = """
+m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
+"""
+_CHUNK_SCOPE = """
+m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
+"""
+# What ranks a candidate, computed for the candidates only (a few hundred rows at most): the
+# distance to the query, the text rank of the stored tsvector, the open-loop match.
+_RANKS = """
+CASE WHEN m.embedding_model = %(model)s THEN m.embedding <=> q.v END AS distance,
+CASE WHEN m.search_vector @@ q.tsq THEN ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) END
+  AS text_score,
+coalesce(m.search_vector @@ q.loop_tsq, false) AS open_loop
+"""
+_DETAILS = {
+    "message": "SELECT c.list, 'message' AS kind, m.id::text, m.conversation_id, m.sequence, "
+               "m.sequence + 1, m.created_at, NULL::text, " + _RANKS +
+               "FROM cand c JOIN {messages} m ON m.id = c.id CROSS JOIN q WHERE c.kind = 'message'",
+    "chunk": "SELECT c.list, 'chunk' AS kind, m.id::text, m.conversation_id, "
+             "m.message_range_start, m.message_range_end, m.created_at, m.content, " + _RANKS +
+             "FROM cand c JOIN {chunks} m ON m.id = c.id CROSS JOIN q WHERE c.kind = 'chunk'",
+}
+
+
+def _lists(kind: str, *, vector: str | None, text: bool, loops: bool,
+           recent: bool) -> list[str]:
+    """The candidate lists of one table as SELECTs of (list, kind, id), each answered by an
+    index with a LIMIT. `vector` is "exact", "hnsw" or None."""
+    source, scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
+                     else ("{chunks}", _CHUNK_SCOPE))
+    head = f"SELECT %(list)s AS list, '{kind}' AS kind, id FROM "
+    lists = []
+    if vector == "exact":
+        # MATERIALIZED: the distance of every unit in scope (the scope is small), so that no
+        # index can answer: an HNSW scan without iterative scans applies the scope after its
+        # ef_search neighbours and would lose rows.
+        lists.append(
+            head.replace("%(list)s", "'vector'") +
+            f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d FROM {source} m, q "
+            f"WHERE {scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL) "
+            "SELECT id FROM s ORDER BY d, id LIMIT %(n)s) AS v"
+        )
+    elif vector == "hnsw":
+        # The HNSW index with an iterative scan: it reads on until it has n rows in scope.
+        lists.append(
+            head.replace("%(list)s", "'vector'") +
+            f"(SELECT m.id FROM {source} m WHERE {scope} AND m.embedding_model = %(model)s "
+            "ORDER BY m.embedding <=> (SELECT v FROM q) LIMIT %(n)s) AS v"
+        )
+    if text:
+        # The GIN index finds the matches; only they are ranked.
+        lists.append(
+            head.replace("%(list)s", "'text'") +
+            f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.tsq "
+            "ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
+            "m.created_at DESC, m.id LIMIT %(n)s) AS t"
+        )
+    if loops:
+        lists.append(
+            head.replace("%(list)s", "'loop'") +
+            f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.loop_tsq "
+            "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS l"
+        )
+    if recent and kind == "message":
+        # The newest messages of the newest conversations, each read backwards from its end.
+        lists.append(
+            head.replace("%(list)s", "'recent'") +
+            f"(SELECT x.id FROM unnest(%(newest)s::uuid[]) AS nc(id) "
+            f"CROSS JOIN LATERAL (SELECT m.id, m.created_at FROM {source} m "
+            "WHERE m.conversation_id = nc.id AND m.role IN ('user', 'assistant') "
+            "ORDER BY m.sequence DESC LIMIT %(n)s) AS x "
+            "ORDER BY x.created_at DESC, x.id LIMIT %(n)s) AS r"
+        )
+    elif recent:
+        lists.append(
+            head.replace("%(list)s", "'recent'") +
+            f"(SELECT m.id FROM {source} m WHERE {scope} "
+            "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS r"
+        )
+    return lists
+
+
+def _candidates_sql(selects: list[str], kinds: set[str]) -> str:
+    """One statement: the query CTE, the lists' ids, then the ranks of those ids only."""
+    details = "\nUNION ALL\n".join(_DETAILS[kind] for kind in ("message", "chunk")
+                                   if kind in kinds)
+    return (f"WITH {_QUERY_CTE}, cand AS ({' UNION ALL '.join(selects)})\n{details}"
+            .format(**_tables()))
+
+
+@dataclass
+class _Unit:
+    kind: str
+    id: str
+    conversation_id: UUID
+    range_start: int
+    range_end: int
+    created_at: datetime
+    content: str | None
+    distance: float | None
+    text_score: float | None
+    open_loop: bool
+    lists: set[str] = field(default_factory=set)
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    score: float = 0.0
+
+
+def _add_rows(units: dict[tuple, _Unit], rows: list[tuple]) -> None:
+    for row in rows:
+        key = (row[1], row[2])
+        if key not in units:
+            units[key] = _Unit(
+                kind=row[1], id=row[2], conversation_id=row[3], range_start=row[4],
+                range_end=row[5], created_at=row[6], content=row[7], distance=row[8],
+                text_score=row[9], open_loop=bool(row[10]),
+            )
+        units[key].lists.add(row[0])
+
+
+def _use_exact_scan(embedded: int) -> bool:
+    return embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS or not iterative_scans_supported()
+
+
+def _run(sql: str, params: dict[str, object], *, hnsw: bool, n: int) -> list[tuple]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if hnsw:
+            # pgvector 0.8: the HNSW scan goes on until it has n rows that pass the scope
+            # (or hnsw.max_scan_tuples), instead of filtering ef_search neighbours.
+            cursor.execute("SELECT set_config('hnsw.iterative_scan', %s, true), "
+                           "set_config('hnsw.max_scan_tuples', %s, true), "
+                           "set_config('hnsw.ef_search', %s, true)",
+                           [settings.SEARCH_HNSW_ITERATIVE_SCAN,
+                            str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES), str(min(max(n, 40), 1000))])
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _fetch_candidates(scope: Scope, params: dict[str, object],
+                      n: int) -> tuple[dict[tuple, _Unit], str]:
+    """The candidates by (kind, id), and how the vector lists were read."""
+    vector = params["vec"] is not None
+    scans = {"message": "exact" if _use_exact_scan(scope.messages_embedded) else "hnsw",
+             "chunk": "exact" if _use_exact_scan(scope.chunks_embedded) else "hnsw"}
+    present = {"message": scope.include_messages and scope.messages > 0,
+               "chunk": scope.chunks > 0}
+    embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
+    selects: list[str] = []
+    for kind in ("message", "chunk"):
+        if present[kind]:
+            selects += _lists(kind, vector=scans[kind] if vector and embedded[kind] else None,
+                              text=bool(params["tsq"]), loops=bool(params["loop_tsq"]),
+                              recent=True)
+    kinds = {kind for kind in present if present[kind]}
+    if not selects:
+        return {}, "none"
+    params = {**params, "n": n, "newest": [str(pk) for pk in scope.newest(n)]}
+    approximate = vector and any(scans[kind] == "hnsw" and embedded[kind] for kind in kinds)
+    units: dict[tuple, _Unit] = {}
+    _add_rows(units, _run(_candidates_sql(selects, kinds), params, hnsw=approximate, n=n))
+    if not vector:
+        return units, "none"
+    if not approximate:
+        return units, "exact"
+    # When an iterative scan stopped short (hnsw.max_scan_tuples reached before n rows in
+    # scope were found), the exact scan fills the vector list: the search stays complete.
+    completed = False
+    for kind in kinds:
+        if scans[kind] != "hnsw" or not embedded[kind]:
+            continue
+        found = sum(1 for u in units.values() if u.kind == kind and "vector" in u.lists)
+        if found >= min(n, embedded[kind]):
+            continue
+        logger.info("iterative scan found %d of %d %s candidates; exact scan", found,
+                    min(n, embedded[kind]), kind)
+        sql = _candidates_sql(_lists(kind, vector="exact", text=False, loops=False,
+                                     recent=False), {kind})
+        _add_rows(units, _run(sql, params, hnsw=False, n=n))
+        completed = True
+    return units, "hnsw+exact" if completed else "hnsw"
+
+
+def _rank(units: list[_Unit], now: datetime) -> list[_Unit]:
+    """Reciprocal rank fusion of the candidates' vector and text ranks, plus recency and the
+    open-loop priority; best first (ties: newer, then id)."""
+    by_distance = sorted((u for u in units if u.distance is not None),
+                         key=lambda u: (u.distance, -u.created_at.timestamp(), u.id))
+    for rank, unit in enumerate(by_distance, start=1):
+        unit.vector_rank = rank
+    by_text = sorted((u for u in units if u.text_score is not None),
+                     key=lambda u: (-u.text_score, -u.created_at.timestamp(), u.id))
+    for rank, unit in enumerate(by_text, start=1):
+        unit.text_rank = rank
+    rrf_k = settings.SEARCH_RRF_K
+    half_life = max(settings.SEARCH_RECENCY_HALF_LIFE_DAYS, 1e-6)
+    for unit in units:
+        fused = sum(1.0 / (rrf_k + rank) for rank in (unit.vector_rank, unit.text_rank)
+                    if rank is not None)
+        if unit.kind == "chunk":
+            fused *= settings.SEARCH_CHUNK_WEIGHT
+        age_days = max((now - unit.created_at).total_seconds(), 0.0) / 86400.0
+        unit.score = (
+            fused
+            + settings.SEARCH_RECENCY_WEIGHT * math.pow(0.5, age_days / half_life)
+            + (settings.SEARCH_OPEN_LOOP_WEIGHT if unit.open_loop else 0.0)
+        )
+    return sorted(units, key=lambda u: (-u.score, -u.created_at.timestamp(), u.id))
+
+
+# --- Places -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Place:
+    units: list[_Unit]
+    conversation_id: UUID
+    start: int
+    end: int
+    shown: set[int] = field(default_factory=set)  # message sequences to show
+    matched: set[int] = field(default_factory=set)  # of them, the sequences that matched
+
+    def overlaps(self, conversation_id: UUID, start: int, end: int) -> bool:
+        return self.conversation_id == conversation_id and start < self.end and self.start < end
+
+
+def _place_range(unit: _Unit, message_counts: dict[UUID, int]) -> tuple[int, int]:
+    if unit.kind == "chunk":
+        return unit.range_start, unit.range_end
+    start = max(unit.range_start - settings.SEARCH_WINDOW_BEFORE, 0)
+    end = min(unit.range_end + settings.SEARCH_WINDOW_AFTER,
+              message_counts.get(unit.conversation_id, unit.range_end))
+    return start, max(end, unit.range_end)
+
+
+def _places(ranked: list[_Unit], k: int, message_counts: dict[UUID, int]) -> list[_Place]:
+    """The best `k` places. Each of the top `k` units joins the first place its range
+    overlaps, or opens one; when they made fewer than k places, the next units that overlap
+    no place open the rest (a lower unit never widens a place, so a place cannot creep
+    through a conversation)."""
+    places: list[_Place] = []
+    for position, unit in enumerate(ranked):
+        start, end = _place_range(unit, message_counts)
+        place = next((p for p in places if p.overlaps(unit.conversation_id, start, end)), None)
+        if place is not None and position >= k:
+            continue
+        if place is None:
+            if len(places) == k:
+                break
+            place = _Place(units=[], conversation_id=unit.conversation_id, start=start, end=end)
+            places.append(place)
+        place.units.append(unit)
+        place.start, place.end = min(place.start, start), max(place.end, end)
+        if unit.kind == "message":
+            place.shown.update(range(start, end))
+            place.matched.add(unit.range_start)
+    return places
+
+
+_WINDOW_SQL = """
+SELECT m.conversation_id, m.sequence, m.role, m.content
+FROM unnest(%(conv)s::uuid[], %(seq)s::int[]) AS w(conversation_id, sequence)
+JOIN {messages} m ON m.conversation_id = w.conversation_id AND m.sequence = w.sequence
+WHERE m.role IN ('user', 'assistant')
+ORDER BY m.conversation_id, m.sequence
+"""
+
+
+def _window_messages(places: list[_Place]) -> dict[tuple[UUID, int], tuple[str, str]]:
+    pairs = [(p.conversation_id, s) for p in places for s in sorted(p.shown)]
+    if not pairs:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_WINDOW_SQL.format(**_tables()), {
+            "conv": [str(c) for c, _ in pairs], "seq": [s for _, s in pairs],
+        })
+        return {(row[0], row[1]): (row[2], row[3]) for row in cursor.fetchall()}
+
+
+def render_place(summary: str, messages: list[HitMessage]) -> str:
+    """The text of a hit as the agent reads it: the summaries, then the messages as
+    `role: content` lines, with `…` where sequences were skipped."""
+    lines = [summary] if summary else []
+    previous = None
+    for message in messages:
+        if previous is not None and message.sequence != previous + 1:
+            lines.append("…")
+        lines.append(f"{message.role}: {message.content}")
+        previous = message.sequence
+    return "\n".join(lines)
+
+
+def _hit(place: _Place, texts: dict[tuple[UUID, int], tuple[str, str]]) -> SearchHit:
+    best = place.units[0]
+    summary = "\n".join(u.content or "" for u in place.units if u.kind == "chunk")
+    messages = []
+    for sequence in sorted(place.shown):
+        found = texts.get((place.conversation_id, sequence))
+        if found is None:
+            continue
+        role, content = found
+        if sequence not in place.matched:
+            content = truncate_to_tokens(content, settings.SEARCH_NEIGHBOUR_MAX_TOKENS)
+        messages.append(HitMessage(sequence=sequence, role=role, content=content))
+    return SearchHit(
+        kind=best.kind, id=best.id, content=render_place(summary, messages),
+        score=round(best.score, 6), conversation_id=place.conversation_id,
+        message_range_start=place.start, message_range_end=place.end,
+        created_at=best.created_at, vector_rank=best.vector_rank, text_rank=best.text_rank,
+        open_loop=any(u.open_loop for u in place.units), summary=summary,
+        messages=tuple(messages), unit_ids=tuple(u.id for u in place.units),
+    )
+
+
+# --- The search ---------------------------------------------------------------------------------
+
+
+def _embed_query(query: str) -> str | None:
     try:
-        vec: str | None = _vector_literal(get_embedder().embed([query])[0])
+        return _vector_literal(get_embedder().embed([query])[0])
     except EmbeddingError as exc:
         logger.warning("search without vectors, the embedder failed: %s", exc)
-        vec = None
-    return {
-        "cfg": settings.SEARCH_TEXT_CONFIG,
-        "q": query,
-        "loops": open_loop_tsquery(open_loops_for(user=user, legacy=legacy)),
-        "vec": vec,
-        "user_id": user.pk,
-        "legacy_id": legacy.pk,
-        "excluded": list(exclude_conversation_ids or []),
-        "include_messages": (
-            settings.SEARCH_INCLUDE_MESSAGES if include_messages is None else include_messages
-        ),
-        "rrf_k": settings.SEARCH_RRF_K,
-        "recency_weight": settings.SEARCH_RECENCY_WEIGHT,
-        "half_life": max(settings.SEARCH_RECENCY_HALF_LIFE_DAYS, 1e-6),
-        "open_loop_weight": settings.SEARCH_OPEN_LOOP_WEIGHT,
-        "k": k,
-    }
+        return None
+
+
+def _warnings(scope: Scope, vec: str | None) -> list[str]:
+    warnings = [] if vec is not None else [VECTOR_UNAVAILABLE]
+    missing_messages = scope.messages - scope.messages_embedded
+    missing_chunks = scope.chunks - scope.chunks_embedded
+    if vec is not None and (missing_messages or missing_chunks):
+        warnings.append(
+            f"{missing_messages} of {scope.messages} messages and {missing_chunks} of "
+            f"{scope.chunks} chunks in scope have no vector of the current embedding model "
+            "yet (the embedding job or `manage.py reembed` adds it); they are ranked by "
+            "text, recency and open loops only"
+        )
+    return warnings
 
 
 def search_conversations(
@@ -258,28 +686,40 @@ def search_conversations(
     exclude_conversation_ids: list[UUID] | None = None,
     include_messages: bool | None = None,
 ) -> SearchResult:
-    """The top `k` units of the user's conversations about `legacy`, best first.
+    """The top `k` places of the user's conversations about `legacy`, best first.
 
     The caller has checked membership (facts.selectors.legacy_for_member); the SQL scopes by
-    user and legacy itself, so another user's rows can never be returned.
+    user and legacy itself, so another user's rows can never be returned. When the embedder
+    fails, no unit gets a vector rank and the ranking falls back to full-text search,
+    recency and open loops rather than failing the request. A query of stop words or
+    punctuation only is ranked by recency and open loops, with a warning saying so.
     """
-    params = search_params(
-        user=user, legacy=legacy, query=query, k=k,
-        exclude_conversation_ids=exclude_conversation_ids, include_messages=include_messages,
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(search_sql(), params)
-        rows = cursor.fetchall()
-    hits = [
-        SearchHit(
-            kind=row[0], id=row[1], conversation_id=row[2], content=row[3],
-            message_range_start=row[4], message_range_end=row[5], created_at=row[6],
-            score=round(float(row[7]), 6), vector_rank=row[8], text_rank=row[9],
-            open_loop=bool(row[10]),
-        )
-        for row in rows
-    ]
-    warnings = [] if params["vec"] is not None else [
-        "vector search unavailable (the embedding provider failed); ranked by text only"
-    ]
-    return SearchResult(hits=hits, total=rows[0][11] if rows else 0, warnings=warnings)
+    scope = search_scope(user=user, legacy=legacy,
+                         exclude_conversation_ids=exclude_conversation_ids,
+                         include_messages=include_messages)
+    tsq = query_tsquery(query, legacy=legacy)
+    # A query of stop words or punctuation says nothing to rank by: the newest units come
+    # first (and open loops), rather than an error or a ranking by an arbitrary vector.
+    vec = _embed_query(query) if tsq else None
+    warnings = _warnings(scope, vec) if tsq else [NO_WORDS]
+    if scope.total == 0:
+        return SearchResult(hits=[], total=0, warnings=warnings)
+    params: dict[str, object] = {
+        "vec": vec, "model": model_key(), "tsq": tsq,
+        "loop_tsq": open_loop_tsquery(scope.loops), "norm": settings.SEARCH_TEXT_RANK_NORMALIZATION,
+        "conv": [str(pk) for pk in scope.ids], "user_id": user.pk, "legacy_id": legacy.pk,
+    }
+    message_counts = {c.id: c.message_count for c in scope.conversations}
+    now = timezone.now()
+    n = max(settings.SEARCH_CANDIDATES, k)
+    while True:
+        units, vector_scan = _fetch_candidates(scope, params, n)
+        places = _places(_rank(list(units.values()), now), k, message_counts)
+        # Overlapping units merged into fewer than k places: widen the lists until there are
+        # k places or every unit in scope was a candidate.
+        if len(places) >= k or len(units) >= scope.total or n >= scope.total:
+            break
+        n *= 4
+    texts = _window_messages(places)
+    return SearchResult(hits=[_hit(place, texts) for place in places], total=scope.total,
+                        warnings=warnings, vector_scan=vector_scan)

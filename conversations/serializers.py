@@ -6,9 +6,10 @@ from rest_framework import serializers
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.services import ImportMessage
 from memory_site.core.api import IsoDateTimeField
+from memory_site.core.strict import StrictInputSerializer, TextField
 
 
-class ConversationInputSerializer(serializers.Serializer):
+class ConversationInputSerializer(StrictInputSerializer):
     legacy_id = serializers.UUIDField()
     # Lengths are checked by conversations.services.conversation_create.
     title = serializers.CharField(required=False, allow_blank=True, default="")
@@ -45,10 +46,10 @@ class ConversationDetailSerializer(ConversationSerializer):
         fields = [*ConversationSerializer.Meta.fields, "persona", "closed_at", "session_state"]
 
 
-class MessageInputSerializer(serializers.Serializer):
+class MessageInputSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=Message.Role.choices)
     # Emptiness and length are checked by conversations.services.validate_message_content.
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    content = TextField(max_setting="MESSAGE_MAX_CHARS")
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -60,12 +61,12 @@ class MessageSerializer(serializers.ModelSerializer):
                   "created_at"]
 
 
-class ImportMessageInputSerializer(serializers.Serializer):
+class ImportMessageInputSerializer(StrictInputSerializer):
     """One message of an imported history; validated into a services.ImportMessage."""
 
     role = serializers.ChoiceField(choices=Message.Role.choices)
     # Emptiness, length and the created_at rules are checked by services.import_errors.
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    content = TextField(max_setting="MESSAGE_MAX_CHARS")
     created_at = serializers.DateTimeField(
         required=False,
         help_text="When it was originally said (ISO 8601; without an offset, UTC). Not in the "
@@ -95,7 +96,7 @@ class BatchMessagesField(ImportMessagesField):
         return super().to_internal_value(data)
 
 
-class MessageBatchInputSerializer(serializers.Serializer):
+class MessageBatchInputSerializer(StrictInputSerializer):
     messages = BatchMessagesField(
         help_text="1 to IMPORT_MAX_BATCH messages `{role, content, created_at?}`, in order."
     )
@@ -119,15 +120,15 @@ class ConversationImportLineSerializer(serializers.Serializer):
     messages = ImportMessagesField()
 
 
-class MessageListQuerySerializer(serializers.Serializer):
+class MessageListQuerySerializer(StrictInputSerializer):
     after = serializers.IntegerField(required=False, min_value=-1)
 
 
-class ConversationListQuerySerializer(serializers.Serializer):
+class ConversationListQuerySerializer(StrictInputSerializer):
     legacy_id = serializers.UUIDField(required=False)
 
 
-class ConversationDeleteQuerySerializer(serializers.Serializer):
+class ConversationDeleteQuerySerializer(StrictInputSerializer):
     keep_facts = serializers.ChoiceField(
         choices=["true", "false"], default="false",
         help_text="`true` keeps the facts taken from the conversation (their source is "

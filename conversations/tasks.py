@@ -1,11 +1,17 @@
-"""django-q2 jobs of the memory pipelines: summarise one conversation, and the periodic sweep."""
+"""django-q2 jobs of the memory pipelines: summarise one conversation, embed its messages, and
+the periodic sweep."""
 
 import logging
 
 from conversations import selectors
 from conversations.models import Conversation
-from conversations.queue import enqueue_summarization, queued_summarizations
-from conversations.services import summarization
+from conversations.queue import (
+    enqueue_embedding,
+    enqueue_summarization,
+    queued_embeddings,
+    queued_summarizations,
+)
+from conversations.services import embedding, summarization
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +45,17 @@ def summarize_conversation(conversation_id: str, respect_backoff: bool = False) 
     }
 
 
+def embed_conversation(conversation_id: str) -> dict:
+    """Embed the conversation's messages that have no vector of the current model, at most
+    EMBEDDING_JOB_MAX_MESSAGES, then queue the next job if more are left; safe to run twice.
+    An embedder failure leaves them for the sweep."""
+    result = embedding.conversation_embed_messages(conversation_id=conversation_id)
+    if result.remaining and not result.error and result.embedded:
+        enqueue_embedding(conversation_id=conversation_id)
+    return {"conversation_id": conversation_id, "embedded": result.embedded,
+            "remaining": result.remaining, "error": result.error}
+
+
 def sweep() -> dict:
     """The scheduled safety net: recover stuck summaries, close idle conversations, and
     enqueue every conversation whose summarisation is due and whose backoff has passed, unless
@@ -56,3 +73,18 @@ def sweep() -> dict:
                     recovered, len(closed), len(enqueued), len(due) - len(enqueued))
     return {"recovered": recovered, "closed": len(closed), "enqueued": len(enqueued),
             "already_queued": len(due) - len(enqueued)}
+
+
+def embedding_sweep() -> dict:
+    """The scheduled safety net of the embeddings: queue an embedding job for every
+    conversation with messages never embedded (an embedder outage, a crash before the job was
+    queued) unless one is queued already."""
+    queued = queued_embeddings()
+    pending = embedding.conversations_with_unembedded_messages()
+    enqueued = [conversation_id for conversation_id in pending if conversation_id not in queued]
+    for conversation_id in enqueued:
+        enqueue_embedding(conversation_id=conversation_id)
+    if pending:
+        logger.info("Embedding sweep: %d enqueued, %d already queued", len(enqueued),
+                    len(pending) - len(enqueued))
+    return {"enqueued": len(enqueued), "already_queued": len(pending) - len(enqueued)}

@@ -18,4 +18,5 @@ urlpatterns = [
     path("chat/start", chat.chat_start, name="chat_start"),
     path("chat/<uuid:conversation_id>", chat.chat_conversation, name="chat_conversation"),
     path("chat/<uuid:conversation_id>/send", chat.chat_send, name="chat_send"),
+    path("chat/<uuid:conversation_id>/end", chat.chat_end, name="chat_end"),
 ]

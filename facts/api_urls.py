@@ -54,4 +54,14 @@ urlpatterns = [
         apis.FactVisibilityApi.as_view(),
         name="api-fact-visibility",
     ),
+    path(
+        "ai/facts/<uuid:fact_id>/undo-correction",
+        apis.FactCorrectionUndoApi.as_view(),
+        name="api-fact-undo-correction",
+    ),
+    path(
+        "ai/legacies/<uuid:legacy_id>/fact-conflicts",
+        apis.LegacyFactConflictListApi.as_view(),
+        name="api-legacy-fact-conflicts",
+    ),
 ]

@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 
 from facts import selectors, services
 from facts.serializers import (
+    ConflictListSerializer,
+    CorrectionUndoneSerializer,
     FactCreatedSerializer,
     FactInputSerializer,
     FactListQuerySerializer,
@@ -289,7 +291,10 @@ class LegacyFactListCreateApi(APIView):
     @extend_schema(
         summary="List the facts of a legacy",
         description="My facts about the legacy plus every member's shared ones, filtered by "
-        "`category`, `visibility`, `mine` and `q` (text). Any member may list; 404 for a "
+        "`category`, `visibility`, `mine` and `q` (text). Current facts only, unless "
+        "`include_corrected=true`: then also the facts a later fact of their author corrected "
+        "(`is_current: false`, `superseded_by`). Each fact lists in `corrects` the earlier "
+        "values it corrected that I may see. Any member may list; 404 for a "
         "legacy I do not belong to. A page: `?limit=` and `?offset=`.",
         parameters=[FactListQuerySerializer],
         responses={200: FactSerializer(many=True), **error_responses(400, 401, 404)},
@@ -306,10 +311,14 @@ class LegacyFactListCreateApi(APIView):
             visibility=filters.get("visibility"),
             mine=filters["mine"],
             text=filters.get("q"),
+            include_corrected=filters["include_corrected"],
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(facts, request, view=self)
-        data = FactSerializer(page, many=True, context={"request": request}).data
+        corrections = selectors.fact_corrections_visible(user=request.user, facts=page)
+        data = FactSerializer(
+            page, many=True, context={"request": request, "corrections": corrections}
+        ).data
         return paginator.get_paginated_response(data)
 
     @extend_schema(
@@ -392,3 +401,55 @@ class FactVisibilityApi(APIView):
             fact=fact, user=request.user, visibility=data.validated_data["visibility"]
         )
         return Response(FactSerializer(fact, context={"request": request}).data)
+
+
+class FactCorrectionUndoApi(APIView):
+    """Undo the correction one of my facts made."""
+
+    @extend_schema(
+        summary="Undo a correction",
+        description="The fact (a correction, `corrects` not empty) is deleted and the fact(s) it "
+        "corrected are current again, exactly as they were. 200 with them. Only its author may "
+        "(403 for a fellow member's shared fact, 404 for one I cannot see); 409 "
+        "`not_a_correction` when the fact corrected nothing, 409 `correction_corrected` when a "
+        "later fact corrected it in turn (undo that one first). A refused request changes "
+        "nothing.",
+        request=None,
+        responses={200: CorrectionUndoneSerializer, **error_responses(
+            401, 403, 404, 409, descriptions={
+                403: "Only the fact's author undoes its correction.",
+                409: "`not_a_correction` or `correction_corrected`."})},
+    )
+    def post(self, request: Request, fact_id: str) -> Response:
+        fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+        restored = services.fact_correction_undo(fact=fact, user=request.user)
+        corrections = selectors.fact_corrections_visible(user=request.user, facts=restored)
+        body = {"restored": restored, "removed_fact_id": fact.pk}
+        return Response(CorrectionUndoneSerializer(
+            body, context={"request": request, "corrections": corrections}).data)
+
+
+class LegacyFactConflictListApi(APIView):
+    """Where members remember a legacy differently."""
+
+    @extend_schema(
+        summary="List the conflicts between members' facts",
+        description="Pairs of current facts of two members that state different values of one "
+        "attribute (born, married or died in another year or place, another place among the "
+        "siblings …), oldest first. Nothing is resolved automatically. A conflict is listed "
+        "only when I may see both of its facts (mine or shared), so it never reveals another "
+        "member's private fact. 404 for a legacy I do not belong to.",
+        responses={200: ConflictListSerializer, **error_responses(401, 404)},
+    )
+    def get(self, request: Request, legacy_id: str) -> Response:
+        legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        conflicts = [
+            {"id": c.pk, "attribute": c.attribute, "facts": [c.fact_a, c.fact_b],
+             "detected_at": c.detected_at}
+            for c in selectors.conflicts_visible_to(request.user, legacy)
+        ]
+        facts = [fact for conflict in conflicts for fact in conflict["facts"]]
+        corrections = selectors.fact_corrections_visible(user=request.user, facts=facts)
+        body = {"conflicts": conflicts, "total": len(conflicts)}
+        return Response(ConflictListSerializer(
+            body, context={"request": request, "corrections": corrections}).data)

@@ -4,7 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 
 class Legacy(models.Model):
@@ -89,22 +89,81 @@ class LegacyFact(models.Model):
     source_range_end = models.IntegerField(null=True, blank=True)
     extracted_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The lifecycle (docs/facts.md "Corrections"): a fact is current until a later fact of the
+    # same author corrects it; then it points at that fact and is kept as history. Where the
+    # correction was said is the correcting fact's source. Cleared again by undoing the
+    # correction (facts.services.fact_correction_undo), never by the database on its own.
+    superseded_by = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="supersedes",
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["extracted_at"]
         indexes = [
             models.Index(fields=["legacy", "user"], name="ix_legacy_facts_legacy_user"),
             models.Index(fields=["legacy", "visibility"], name="ix_legacy_facts_legacy_vis"),
+            # The prompt and the default lists read current facts only.
+            models.Index(
+                fields=["legacy", "user", "extracted_at"],
+                condition=Q(superseded_by__isnull=True),
+                name="ix_legacy_facts_current_user",
+            ),
+            models.Index(
+                fields=["legacy", "visibility", "extracted_at"],
+                condition=Q(superseded_by__isnull=True),
+                name="ix_legacy_facts_current_vis",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(visibility__in=["private", "shared"]),
                 name="legacy_fact_visibility_valid",
             ),
+            models.CheckConstraint(
+                condition=~Q(superseded_by=F("id")), name="legacy_fact_not_superseded_by_itself"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"[{self.category}] {self.content[:60]}"
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_by_id is None
+
+
+class FactConflict(models.Model):
+    """Two members' current facts about a legacy that state different values of the same
+    attribute (born in 1931 / born in 1932): recorded when the second is saved, shown to a
+    viewer only while both facts are visible to them (facts.selectors.conflicts_visible_to),
+    never resolved by the service. `fact_a` is the one with the smaller id, so a pair is
+    recorded once."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    legacy = models.ForeignKey(Legacy, on_delete=models.CASCADE, related_name="fact_conflicts")
+    fact_a = models.ForeignKey(LegacyFact, on_delete=models.CASCADE, related_name="+")
+    fact_b = models.ForeignKey(LegacyFact, on_delete=models.CASCADE, related_name="+")
+    # The attribute both facts state ("married_year", "born_place", ...:
+    # memory_site.core.language.attributes).
+    attribute = models.CharField(max_length=50)
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["detected_at"]
+        indexes = [models.Index(fields=["legacy", "detected_at"], name="ix_fact_conflict_legacy")]
+        constraints = [
+            models.UniqueConstraint(fields=["fact_a", "fact_b"], name="unique_fact_conflict"),
+            models.CheckConstraint(condition=Q(fact_a__lt=F("fact_b")),
+                                   name="fact_conflict_pair_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attribute}: {self.fact_a_id} / {self.fact_b_id}"
 
 
 class LegacyInvitation(models.Model):

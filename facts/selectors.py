@@ -1,12 +1,14 @@
 """Reads of legacies and facts. Tenancy starts here: only members see anything of a legacy."""
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
-from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
+from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
 
 
@@ -142,19 +144,28 @@ def legacies_with_member_counts(user: AbstractBaseUser) -> QuerySet[Legacy]:
     return legacies_for_user(user).annotate(member_count=Subquery(counts)).order_by("name")
 
 
-def facts_visible_to(user: AbstractBaseUser, legacy: Legacy) -> QuerySet[LegacyFact]:
+def _visible_to(user: AbstractBaseUser, prefix: str = "") -> Q:
+    """A fact `user` may see, given membership: their own, or a shared one."""
+    return Q(**{f"{prefix}user": user}) | Q(
+        **{f"{prefix}visibility": LegacyFact.Visibility.SHARED}
+    )
+
+
+def facts_visible_to(
+    user: AbstractBaseUser, legacy: Legacy, *, include_corrected: bool = False
+) -> QuerySet[LegacyFact]:
     """Seed 000's retrieval: the user's own facts about the legacy plus every member's shared
-    ones, oldest extraction first. Nothing unless the user is a member of the legacy."""
+    ones, oldest extraction first; current facts only (what the prompt and the default lists
+    show), or with `include_corrected` the ones later facts corrected too. Nothing unless the
+    user is a member of the legacy."""
     if not user.is_authenticated or not LegacyMembership.objects.filter(
         legacy=legacy, user=user
     ).exists():
         return LegacyFact.objects.none()
-    return (
-        LegacyFact.objects.filter(legacy=legacy)
-        .filter(Q(user=user) | Q(visibility=LegacyFact.Visibility.SHARED))
-        .select_related("user")
-        .order_by("extracted_at", "id")
-    )
+    facts = LegacyFact.objects.filter(legacy=legacy).filter(_visible_to(user))
+    if not include_corrected:
+        facts = facts.filter(superseded_by__isnull=True)
+    return facts.select_related("user").order_by("extracted_at", "id")
 
 
 def facts_filtered(
@@ -165,9 +176,10 @@ def facts_filtered(
     visibility: str | None = None,
     mine: bool = False,
     text: str | None = None,
+    include_corrected: bool = False,
 ) -> QuerySet[LegacyFact]:
     """facts_visible_to narrowed by the list filters of the API and the facts page."""
-    facts = facts_visible_to(user, legacy)
+    facts = facts_visible_to(user, legacy, include_corrected=include_corrected)
     if category:
         facts = facts.filter(category=category)
     if visibility:
@@ -193,6 +205,97 @@ def fact_for_user(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:
     if fact is None:
         raise NotFound()
     return fact
+
+
+def corrections_said_in(
+    *, user: AbstractBaseUser, legacy: Legacy, conversation_ids: Iterable[object]
+) -> list[tuple[LegacyFact, LegacyFact]]:
+    """(old, current) for each of the user's facts extracted from these conversations that a
+    later fact corrected: what an earlier conversation said that is no longer current, and
+    what is current now (the end of the correction chain)."""
+    old = list(
+        LegacyFact.objects.filter(
+            user=user, legacy=legacy, source_conversation_id__in=list(conversation_ids),
+            superseded_by__isnull=False,
+        ).select_related("superseded_by")
+    )
+    pairs = []
+    for fact in old:
+        current = fact.superseded_by
+        while current.superseded_by_id is not None:  # chains are a correction or two long
+            current = current.superseded_by
+        pairs.append((fact, current))
+    return pairs
+
+
+def fact_corrections_visible(
+    *, user: AbstractBaseUser, facts: list[LegacyFact]
+) -> dict[object, list[LegacyFact]]:
+    """For each of `facts`, the facts it corrected (superseded) that `user` may see — the
+    author always, a fellow member only a shared one, so a correction shared later never shows
+    the family a value the author kept private — oldest first. One query."""
+    corrected: dict[object, list[LegacyFact]] = {fact.pk: [] for fact in facts}
+    if not facts or not user.is_authenticated:
+        return corrected
+    for old in (
+        LegacyFact.objects.filter(superseded_by__in=[fact.pk for fact in facts])
+        .filter(_visible_to(user))
+        .order_by("extracted_at", "id")
+    ):
+        corrected[old.superseded_by_id].append(old)
+    return corrected
+
+
+def conflicts_visible_to(user: AbstractBaseUser, legacy: Legacy) -> QuerySet[FactConflict]:
+    """The conflicts (two members' current facts stating different values of one attribute)
+    that `user` is shown: those whose two facts `user` may both see now — own or shared — so a
+    conflict never tells anyone of another member's private fact. A member whose fact is
+    private sees the conflict with a shared fact of someone else; once both are shared, every
+    member sees it. Oldest first; nothing unless the user is a member."""
+    if not user.is_authenticated or not LegacyMembership.objects.filter(
+        legacy=legacy, user=user
+    ).exists():
+        return FactConflict.objects.none()
+    return (
+        FactConflict.objects.filter(
+            legacy=legacy, fact_a__superseded_by__isnull=True, fact_b__superseded_by__isnull=True
+        )
+        .filter(_visible_to(user, "fact_a__"))
+        .filter(_visible_to(user, "fact_b__"))
+        .select_related("fact_a__user", "fact_b__user")
+        .order_by("detected_at", "id")
+    )
+
+
+_WORD = re.compile(r"[a-z0-9']{4,}")
+_COMMON_WORDS = frozenset([
+    "that", "this", "with", "have", "were", "what", "when", "your", "about", "from", "they",
+    "them", "there", "their", "would", "could", "like", "just", "some", "said", "know", "been",
+    "also", "very", "much", "then", "than", "into", "over", "only", "sorry", "actually",
+])
+
+
+def facts_for_correction(
+    *, user: AbstractBaseUser, legacy: Legacy, text: str, limit: int
+) -> list[LegacyFact]:
+    """The user's own current facts about the legacy that a batch of their conversation may
+    correct, at most `limit`: those sharing the most words with `text` (what the batch says)
+    first, then the most recently extracted. Their author's, member or not (an archive job
+    runs for a conversation whose user has since left). Seed 003's "update over contradict"
+    only ever touches the user's own facts."""
+    if limit <= 0:
+        return []
+    words = set(_WORD.findall(text.lower())) - _COMMON_WORDS
+    facts = list(
+        LegacyFact.objects.filter(legacy=legacy, user=user, superseded_by__isnull=True)
+        .order_by("-extracted_at", "-id")
+    )
+
+    def shared_words(fact: LegacyFact) -> int:
+        return len(words & set(_WORD.findall(fact.content.lower())))
+
+    # sorted() is stable: equally relevant facts stay most recent first.
+    return sorted(facts, key=shared_words, reverse=True)[:limit]
 
 
 def fact_for_author(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:

@@ -1,12 +1,18 @@
 """Serializers of the legacies API."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
+from facts.selectors import fact_corrections_visible
 from memory_site.core.api import IsoDateTimeField
+from memory_site.core.strict import StrictInputSerializer, TextField
+
+# The services' words for a fact's length (facts.services._validate_fact_fields).
+FACT_LENGTH = "Must be {minimum}–{maximum} characters."
 
 
-class LegacyInputSerializer(serializers.Serializer):
+class LegacyInputSerializer(StrictInputSerializer):
     name = serializers.CharField(max_length=200, trim_whitespace=True)
 
 
@@ -19,7 +25,7 @@ class LegacySerializer(serializers.ModelSerializer):
         fields = ["id", "name", "created_by", "created_at", "role"]
 
 
-class MemberInputSerializer(serializers.Serializer):
+class MemberInputSerializer(StrictInputSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
@@ -62,7 +68,7 @@ class MembershipEndedSerializer(serializers.Serializer):
     )
 
 
-class InvitationInputSerializer(serializers.Serializer):
+class InvitationInputSerializer(StrictInputSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
@@ -107,24 +113,59 @@ class LegacyInvitationListSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
+class CorrectedFactSerializer(serializers.ModelSerializer):
+    """A value a later fact corrected, as history (docs/facts.md "Corrections")."""
+
+    source_conversation_id = serializers.UUIDField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = LegacyFact
+        fields = [
+            "id", "category", "content", "visibility", "source_conversation_id",
+            "source_range_start", "source_range_end", "extracted_at", "superseded_at",
+        ]
+
+
 class FactSerializer(serializers.ModelSerializer):
-    """A legacy fact as the API shows it; `is_mine` needs the request in the context."""
+    """A legacy fact as the API shows it; `is_mine` and `corrects` need the request in the
+    context (`corrections`, selectors.fact_corrections_visible of the page, saves a query per
+    fact)."""
 
     legacy_id = serializers.UUIDField(read_only=True)
     author = serializers.CharField(source="user.username", read_only=True)
     is_mine = serializers.SerializerMethodField()
     source_conversation_id = serializers.UUIDField(read_only=True, allow_null=True)
+    is_current = serializers.BooleanField(
+        read_only=True, help_text="False once a later fact of the author corrected it."
+    )
+    superseded_by = serializers.UUIDField(
+        source="superseded_by_id", read_only=True, allow_null=True,
+        help_text="The fact that corrected this one, or null while it is current.",
+    )
+    superseded_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    corrects = serializers.SerializerMethodField(
+        help_text="The earlier values this fact corrected (that I may see), oldest first."
+    )
 
     class Meta:
         model = LegacyFact
         fields = [
             "id", "legacy_id", "category", "content", "visibility", "author", "is_mine",
             "source_conversation_id", "source_range_start", "source_range_end",
-            "extracted_at", "updated_at",
+            "extracted_at", "updated_at", "is_current", "superseded_by", "superseded_at",
+            "corrects",
         ]
 
     def get_is_mine(self, fact: LegacyFact) -> bool:
         return fact.user_id == self.context["request"].user.pk
+
+    @extend_schema_field(CorrectedFactSerializer(many=True))
+    def get_corrects(self, fact: LegacyFact) -> list[dict]:
+        corrections = self.context.get("corrections")
+        if corrections is None or fact.pk not in corrections:
+            corrections = fact_corrections_visible(user=self.context["request"].user,
+                                                   facts=[fact])
+        return CorrectedFactSerializer(corrections[fact.pk], many=True).data
 
 
 class FactCreatedSerializer(FactSerializer):
@@ -139,29 +180,56 @@ class FactCreatedSerializer(FactSerializer):
         return bool(self.context.get("duplicate"))
 
 
-class FactListQuerySerializer(serializers.Serializer):
+class FactListQuerySerializer(StrictInputSerializer):
     category = serializers.ChoiceField(choices=LegacyFact.Category.choices, required=False)
     visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices, required=False)
     mine = serializers.BooleanField(required=False, default=False)
     q = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    include_corrected = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Also list the facts later facts corrected (`is_current: false`).",
+    )
 
 
-class FactInputSerializer(serializers.Serializer):
+class CorrectionUndoneSerializer(serializers.Serializer):
+    """What undoing a correction did."""
+
+    restored = FactSerializer(many=True, help_text="The corrected facts, current again.")
+    removed_fact_id = serializers.UUIDField(help_text="The correction, now deleted.")
+
+
+class ConflictSerializer(serializers.Serializer):
+    """Two members' current facts that state different values of one attribute."""
+
+    id = serializers.UUIDField()
+    attribute = serializers.CharField(help_text="What both facts state: `married_year`, …")
+    facts = FactSerializer(many=True)
+    detected_at = serializers.DateTimeField()
+
+
+class ConflictListSerializer(serializers.Serializer):
+    conflicts = ConflictSerializer(many=True)
+    total = serializers.IntegerField()
+
+
+class FactInputSerializer(StrictInputSerializer):
     """The content's length rule (FACT_MIN_CHARS..FACT_MAX_CHARS) is fact_create's."""
 
     category = serializers.ChoiceField(choices=LegacyFact.Category.choices)
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    content = TextField(min_setting="FACT_MIN_CHARS", max_setting="FACT_MAX_CHARS",
+                        too_long=FACT_LENGTH)
     visibility = serializers.ChoiceField(
         choices=LegacyFact.Visibility.choices, default=LegacyFact.Visibility.PRIVATE
     )
 
 
-class FactUpdateSerializer(serializers.Serializer):
+class FactUpdateSerializer(StrictInputSerializer):
     category = serializers.ChoiceField(choices=LegacyFact.Category.choices, required=False)
-    content = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
+    content = TextField(min_setting="FACT_MIN_CHARS", max_setting="FACT_MAX_CHARS",
+                        too_long=FACT_LENGTH, required=False)
 
 
-class FactVisibilitySerializer(serializers.Serializer):
+class FactVisibilitySerializer(StrictInputSerializer):
     visibility = serializers.ChoiceField(choices=LegacyFact.Visibility.choices)
 
 
@@ -191,3 +259,6 @@ class ExportFactSerializer(serializers.Serializer):
     source_range_end = serializers.IntegerField(allow_null=True)
     extracted_at = IsoDateTimeField()
     updated_at = IsoDateTimeField()
+    # The whole history: a corrected fact stays in the export with what replaced it.
+    superseded_by_id = serializers.UUIDField(allow_null=True)
+    superseded_at = IsoDateTimeField(allow_null=True)

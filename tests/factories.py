@@ -12,6 +12,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
+from conversations.embedding import model_key
 from conversations.models import (
     Conversation,
     ConversationChunk,
@@ -165,6 +166,7 @@ class ConversationChunkFactory(factory.django.DjangoModelFactory):
     legacy = factory.LazyAttribute(lambda o: o.conversation.legacy)
     content = factory.Sequence(lambda n: f"They talked about Rose's garden, part {n}.")
     embedding = factory.LazyAttribute(lambda o: get_embedder().embed([o.content])[0])
+    embedding_model = factory.LazyFunction(model_key)
     message_range_start = 0
     message_range_end = 20
 

@@ -32,9 +32,11 @@ class LegacySearchApi(APIView):
 
     @extend_schema(
         summary="Search my earlier conversations about a legacy",
-        description="Exact hybrid search (pgvector + full text, reciprocal rank fusion, "
-        "recency and open-loop priority) over my archived chunks and not yet archived user "
-        "messages: at most `k` `results`, `total` units in scope, `warnings`. Any member, over "
+        description="Hybrid search (pgvector + full text, reciprocal rank fusion, recency "
+        "and open-loop priority) over every message of both roles and the archived chunks of "
+        "my conversations: at most `k` `results`, each a different place (a message with its "
+        "neighbours, or a chunk; overlapping units merged), `total` units in scope, "
+        "`warnings`. Any member, over "
         "their own conversations only; 400 for an empty or too long `q` or a `k` out of range, "
         "404 for a legacy I do not belong to.",
         parameters=[SearchQuerySerializer],

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from agent_memory import memory_command, selectors, services, tools
 from agent_memory.serializers import (
     CommandInputSerializer,
+    CommandRefusalSerializer,
     CommandReplySerializer,
     MemoryConflictSerializer,
     MemoryCreateInputSerializer,
@@ -86,8 +87,10 @@ class MemoryListCreateApi(APIView):
 class MemoryDetailApi(APIView):
     @extend_schema(
         summary="Get one of my agent memories",
-        description="With every version and whether it is active; also for a deleted or "
-        "evicted memory of mine. Anyone else's is a 404.",
+        description="With every version and whether it is active. A deleted or evicted "
+        "memory of mine answers 200 too, with `is_active: false` and its `deleted_at` or "
+        "`evicted_at` (its history stays readable); GET /api/memory lists only active ones. "
+        "Anyone else's is a 404.",
         responses={200: MemoryDetailSerializer, **error_responses(401, 404)},
     )
     def get(self, request: Request, memory_id: str) -> Response:
@@ -209,9 +212,9 @@ class CommandApi(APIView):
         request=CommandInputSerializer,
         responses={
             200: CommandReplySerializer,
-            400: OpenApiResponse(CommandReplySerializer, description="An unknown or "
-                                 "incomplete command: the reply is the usage text. A body "
-                                 "without `text` answers the shared error body."),
+            400: OpenApiResponse(CommandRefusalSerializer, description="An unknown or "
+                                 "incomplete command: `reply` is the usage text. A body "
+                                 "without a `text` string answers the shared error body."),
             404: OpenApiResponse(CommandReplySerializer, description="No active memory of "
                                  "mine has that id."),
             **error_responses(401),

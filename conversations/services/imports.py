@@ -180,7 +180,7 @@ def messages_import(
         if summarize:
             conversation_id = locked.pk
             transaction.on_commit(
-                lambda: queue.enqueue_summarization(conversation_id=conversation_id)
+                lambda: queue.enqueue_summarization_and_embedding(conversation_id=conversation_id)
             )
     conversation.message_count = locked.message_count
     conversation.last_message_at = locked.last_message_at
@@ -256,7 +256,9 @@ def conversation_import(
             on_batch(result.total)
     if imported:
         conversation_id = conversation.pk
-        transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
+        transaction.on_commit(
+            lambda: queue.enqueue_summarization_and_embedding(conversation_id=conversation_id)
+        )
     return ConversationImport(conversation=conversation, imported=imported, skipped=skipped)
 
 

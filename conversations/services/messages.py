@@ -9,7 +9,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import queue
-from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.models import (
+    UNIT_ROLES,
+    Conversation,
+    ConversationChunk,
+    ConversationMemory,
+    Message,
+)
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.core.ai import count_tokens
@@ -150,6 +156,11 @@ def message_append(
                 # the sweep, which finds every conversation whose summarisation is due.
                 conversation_id = locked.pk
                 transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
+            if role in UNIT_ROLES:
+                # A retrieval unit: embedded by a job, never on the request path; a crash
+                # before the job is queued is covered by the embedding sweep.
+                embed_id = locked.pk
+                transaction.on_commit(lambda: queue.enqueue_embedding(conversation_id=embed_id))
     except IntegrityError:
         # A racing request with the same key committed first: answer with its message.
         if idempotency_key and (

@@ -13,11 +13,22 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations import queue, selectors
+from conversations.embedding import model_key
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.services import messages as message_services
-from facts.services import fact_create
+from facts.models import LegacyFact
+from facts.selectors import facts_for_correction
+from facts.services import fact_create, fact_supersede
 from memory_site.core import events
-from memory_site.core.ai import EmbeddingError, LLMError, TranscriptLine, get_embedder, get_llm
+from memory_site.core.ai import (
+    EmbeddingError,
+    KnownFact,
+    LLMError,
+    LLMOutputError,
+    TranscriptLine,
+    get_embedder,
+    get_llm,
+)
 from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
 from memory_site.core.locks import LockNamespace
@@ -274,9 +285,18 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
     if not lines:
         return None
     legacy = conversation.legacy
+    # The user's current facts the batch may correct, by short refs that mean nothing outside
+    # this call (the provider never sees a database id).
+    known = facts_for_correction(
+        user=conversation.user, legacy=legacy,
+        text=" ".join(line.content for line in lines if line.role == "user"),
+        limit=settings.FACT_CORRECTION_KNOWN_FACTS,
+    )
+    known_by_ref = {f"f{i}": fact for i, fact in enumerate(known, 1)}
     extraction = get_llm().summarize_and_extract(
         messages=lines, legacy_name=legacy.name,
         aliases=conversation_aliases(conversation=conversation, end=end),
+        known_facts=[KnownFact(ref=ref, content=fact.content) for ref, fact in known_by_ref.items()],
     )
     vectors = get_embedder().embed([extraction.summary])
     if len(vectors) != 1 or len(vectors[0]) != settings.EMBEDDING_DIMENSIONS:
@@ -286,7 +306,7 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
             _lock_conversation(conversation)
             chunk = ConversationChunk.objects.create(
                 conversation=conversation, user=conversation.user, legacy=legacy,
-                content=extraction.summary, embedding=vectors[0],
+                content=extraction.summary, embedding=vectors[0], embedding_model=model_key(),
                 message_range_start=start, message_range_end=end,
             )
             fact_ids = []
@@ -303,6 +323,12 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
                     continue
                 if created:
                     fact_ids.append(stored.pk)
+                if fact.supersedes is not None:
+                    if fact.supersedes not in known_by_ref:
+                        # parse_summary_extraction refuses this; a provider that skipped it
+                        # stores nothing of the batch either.
+                        raise LLMOutputError(f"unknown fact reference {fact.supersedes!r}")
+                    _apply_correction(stored, known_by_ref[fact.supersedes])
             _publish_archived(conversation=conversation, chunk=chunk, fact_ids=fact_ids)
     except IntegrityError:
         if ConversationChunk.objects.filter(
@@ -314,6 +340,15 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> 
     logger.info("Archived messages %s-%s of %s with %d facts", start, end, conversation.pk,
                 len(extraction.facts))
     return chunk
+
+
+def _apply_correction(new: LegacyFact, old: LegacyFact) -> None:
+    """The extracted fact `new` corrects the known fact `old` (docs/facts.md "Corrections"), in
+    the batch's transaction: fact_supersede locks the author's facts, so racing batches leave
+    one current fact. A fact deleted since the batch was sent is simply not corrected."""
+    superseded = fact_supersede(old=old, new=new)
+    if superseded is not None:
+        logger.info("Fact %s corrected %s", new.pk, superseded.pk)
 
 
 def _publish_archived(*, conversation: Conversation, chunk: ConversationChunk,

@@ -1,5 +1,7 @@
 """The agent turn (SPEC pipeline 5): save the user message, build the context, call the LLM
-with the memory tools, run tool calls as the user, save the reply.
+with the memory tools, run tool calls as the user, save the reply. A memory write the model
+asks for runs only when the user's message of the turn allows it (agent_memory.write_rule);
+otherwise its tool result says it was held back, and the turn records that.
 
 Every step that writes is committed on its own, in order, so a crash or a provider failure
 leaves a consistent log: the user message first (seed 004's autosave), then each tool call
@@ -25,7 +27,8 @@ from django.db import connection, transaction
 
 from agent_memory.memory_command import CommandReply, command_run, is_memory_command
 from agent_memory.services import memory_write_scope
-from agent_memory.tools import tool_definitions, tool_execute
+from agent_memory.tools import NOT_CONFIRMED, tool_definitions, tool_execute
+from agent_memory.write_rule import TurnWords
 from conversations.context import ContextPacket, build_context
 from conversations.models import Conversation, Message
 from conversations.selectors import idempotency_key_used
@@ -59,12 +62,14 @@ class TurnProviderError(ProviderError):
     """The LLM failed; the user message is saved and the turn can be retried."""
 
     def __init__(self, provider_detail: str, *, user_message: Message):
+        # The provider's words stay out of the message (memory_site.core.errors.ProviderError):
+        # the log line of turn_run carries them under error_id.
         super().__init__(
-            f"The language model failed: {provider_detail}. Your message was saved as "
-            f"#{user_message.sequence}; send the same request with the same Idempotency-Key "
-            "to retry without saving it twice."
+            f"The language model failed. Your message was saved as #{user_message.sequence}; "
+            "send the same request with the same Idempotency-Key to retry without saving it "
+            "twice.",
+            detail=provider_detail,
         )
-        self.provider_detail = provider_detail
         self.user_message = user_message
 
 
@@ -154,6 +159,16 @@ def _turn_lock(user_message: Message) -> Iterator[None]:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LockNamespace.TURN.value, key])
 
 
+def _turn_words(user_message: Message) -> TurnWords:
+    """What the write rule (agent_memory.write_rule) weighs a memory change against: the user's
+    message of this turn and the agent's reply just before it, which it may confirm."""
+    previous = Message.objects.filter(
+        conversation_id=user_message.conversation_id, role=Message.Role.ASSISTANT,
+        sequence__lt=user_message.sequence,
+    ).order_by("-sequence").values_list("content", flat=True).first()
+    return TurnWords(user_message=user_message.content, previous_reply=previous or "")
+
+
 def _call_record(message: Message) -> dict[str, Any]:
     return {
         "id": message.metadata["tool_call_id"],
@@ -162,6 +177,10 @@ def _call_record(message: Message) -> dict[str, Any]:
         "result": json.loads(message.content),
         "round": message.metadata["round"],
     }
+
+
+def _held_back(record: dict[str, Any]) -> bool:
+    return record["result"].get("code") == NOT_CONFIRMED
 
 
 def _replay(chat: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
@@ -229,6 +248,7 @@ def _turn_locked(
     records = [_call_record(m) for m in tool_messages]
     _replay(chat, records)
     llm = get_llm()
+    words = _turn_words(user_message)
     rounds_done = max((r["round"] for r in records), default=0)
     llm_calls = 0
     # One scope for the whole turn: a memory added by an early tool call is never evicted by
@@ -239,8 +259,10 @@ def _turn_locked(
             try:
                 reply = llm.chat(messages=chat, tools=tools if may_call_tools else [])
             except LLMError as exc:
-                logger.warning("turn in conversation %s: LLM failed: %s", conversation.pk, exc)
-                raise TurnProviderError(str(exc), user_message=user_message) from exc
+                error = TurnProviderError(str(exc), user_message=user_message)
+                logger.warning("turn in conversation %s: LLM failed (error %s): %s",
+                               conversation.pk, error.error_id, exc)
+                raise error from exc
             llm_calls += 1
             if not reply.tool_calls or not may_call_tools:
                 break
@@ -248,18 +270,22 @@ def _turn_locked(
             batch = []
             for call in reply.tool_calls:
                 # The call and its record commit together: a crash between them would make a
-                # retry, which replays the recorded calls, run this one again.
+                # retry, which replays the recorded calls, run this one again. The write rule
+                # gates it inside tool_execute (`turn=`); a held-back call is recorded too.
                 with transaction.atomic():
                     result = tool_execute(
                         user=user, name=call.name, arguments=call.arguments,
-                        conversation=conversation, message=user_message,
+                        conversation=conversation, message=user_message, turn=words,
                     )
+                    metadata = {"reply_to": user_message.sequence, "tool_call_id": call.id,
+                                "name": call.name, "arguments": call.arguments,
+                                "round": rounds_done}
+                    if result.get("code") == NOT_CONFIRMED:
+                        metadata["held_back"] = True
                     saved, _ = message_append(
                         conversation=conversation, role=Message.Role.TOOL,
                         content=json.dumps(result, sort_keys=True, default=str),
-                        metadata={"reply_to": user_message.sequence, "tool_call_id": call.id,
-                                  "name": call.name, "arguments": call.arguments,
-                                  "round": rounds_done},
+                        metadata=metadata,
                     )
                 tool_messages.append(saved)
                 batch.append(_call_record(saved))
@@ -272,6 +298,9 @@ def _turn_locked(
     # Saved with the reply, so that a retry answering it reports the context it was given.
     context = {"token_counts": packet.token_counts(), "cuts": packet.cuts,
                "warnings": packet.warnings}
+    # The calls the write rule held back, recorded with the turn's reply as well.
+    held = [r["id"] for r in records if _held_back(r)]
+    held_back = {"held_back": held} if held else {}
     try:
         assistant_message, _ = message_append(
             conversation=conversation, role=Message.Role.ASSISTANT,
@@ -279,6 +308,7 @@ def _turn_locked(
             metadata={
                 "reply_to": user_message.sequence,
                 "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
+                **held_back,
                 "provider": llm.name,
                 **context,
             },
@@ -291,7 +321,7 @@ def _turn_locked(
             content=reply_text[: settings.MESSAGE_MAX_CHARS],
             metadata={"reply_to": user_message.sequence, "truncated": True,
                       "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
-                      "provider": llm.name, **context},
+                      **held_back, "provider": llm.name, **context},
             idempotency_key=reply_key,
         )
     return TurnResult(

@@ -2,6 +2,7 @@
 
 import uuid
 
+from django.conf import settings
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -52,6 +53,7 @@ def _conversation_page(request: HttpRequest, conversation, *, error: str = "",
     )
     context = {
         "conversation": conversation,
+        "idle_close_minutes": settings.CONVERSATION_IDLE_CLOSE_MINUTES,
         "transcript": transcript,
         "packet": _context_view(used or build_context(conversation=conversation)),
         "context_used": used is not None,
@@ -109,6 +111,21 @@ def chat_conversation(request: HttpRequest, conversation_id: str) -> HttpRespons
     )
 
 
+@login_required
+@require_POST
+def chat_end(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """End the conversation (seed 004's clean shutdown): the worker archives what is left and
+    files its facts; back to the legacy's chat home."""
+    conversation = selectors.conversation_for_user(
+        user=request.user, conversation_id=conversation_id
+    )
+    services.conversation_close(conversation=conversation)
+    flash.success(request, "Conversation ended: what was said is being filed as facts and "
+                           "summaries; they appear on the legacy's page in a few seconds.")
+    target = f"{reverse('conversations:chat')}?legacy={conversation.legacy_id}"
+    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+
+
 def _command_key(conversation) -> str:
     return f"chat-command:{conversation.pk}"
 
@@ -145,7 +162,8 @@ def chat_send(request: HttpRequest, conversation_id: str) -> HttpResponse:
     except ValidationError as exc:
         error = "; ".join(exc.messages)
     except TurnProviderError as exc:
-        error = f"The assistant could not answer: {exc.provider_detail}. Your message was kept."
+        # The provider's words are in the log under the error id, never on the page.
+        error = f"The assistant could not answer (error {exc.error_id}). Your message was kept."
     except TurnConflict as exc:
         error = f"The assistant could not answer: {exc}. Your message was kept."
     except TurnInProgress as exc:

@@ -1,5 +1,6 @@
 """Shared REST API pieces: the one exception handler and its error format, pagination."""
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from memory_site.core.errors import ApplicationError
+from memory_site.core.errors import ApplicationError, new_error_id
+
+logger = logging.getLogger(__name__)
+
+# What a client is told of an error the code did not expect; the details are logged.
+INTERNAL_ERROR_MESSAGE = "Internal server error."
 
 
 def _first_message(errors: Any) -> str:
@@ -37,7 +43,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     """The one place API errors are mapped (views catch none of them). Every API error is
     `{"detail": message, "code": code}`, plus `errors` per field on 400 and the `extra` fields
     of an ApplicationError. Django's ValidationError (from a service) is a 400 with field
-    errors, PermissionDenied a 403, Http404 and NotFound a 404."""
+    errors, PermissionDenied a 403, Http404 and NotFound a 404. Anything else is a 500 with
+    an `error_id`: the traceback goes to the log under that id, never to the client (nor does
+    a ProviderError's provider text: the client gets its `error_id`)."""
     if isinstance(exc, ApplicationError):
         set_rollback()
         return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
@@ -49,7 +57,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied(str(exc) or None)
     response = drf_exception_handler(exc, context)
     if response is None:
-        return None
+        return internal_error_response(exc, context)
     if isinstance(exc, exceptions.ValidationError):
         response.data = {
             "detail": _first_message(exc.detail),
@@ -65,6 +73,20 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return response
 
 
+def internal_error_response(exc: Exception, context: dict) -> Response:
+    """500 in the error format, with an error id that the log line of the traceback carries."""
+    error_id = new_error_id()
+    request = context.get("request")
+    logger.error(
+        "error %s: unhandled %s in %s %s", error_id, type(exc).__name__,
+        getattr(request, "method", "?"), getattr(request, "path", "?"), exc_info=exc,
+    )
+    set_rollback()
+    return Response(
+        {"detail": INTERNAL_ERROR_MESSAGE, "code": "error", "error_id": error_id}, status=500
+    )
+
+
 class ErrorSerializer(serializers.Serializer):
     """The body of every API error, as exception_handler writes it."""
 
@@ -74,9 +96,15 @@ class ErrorSerializer(serializers.Serializer):
         "authentication_failed, permission_denied, not_found, conflict, throttled, …"
     )
     errors = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
         required=False,
-        help_text="400 only: the messages per field (`non_field_errors` for the whole input).",
+        help_text="400 only: the messages per field (`non_field_errors` for the whole input): "
+        "a list of texts, or for a list or object field the same shape again, keyed by "
+        "index or name.",
+    )
+    error_id = serializers.CharField(
+        required=False,
+        help_text="500 and 502 only: the id under which the details are logged; quote it to "
+        "support.",
     )
 
 
@@ -99,12 +127,41 @@ def error_responses(
     return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in statuses}
 
 
+def _error_answer(description: str) -> dict:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def document_shared_errors(result: dict, generator: Any, request: Any, public: bool) -> dict:
+    """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS): the answers an operation
+    gives besides its own. Every API view is rate-limited (429), and a page asked with a
+    malformed `?limit=` or `?offset=` is a 400."""
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            responses = operation.setdefault("responses", {})
+            query = {p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"}
+            if query & {"limit", "offset"}:
+                responses.setdefault("400", _error_answer(
+                    "A malformed `limit` or `offset`; `errors` names it."
+                ))
+            responses.setdefault("429", _error_answer(ERROR_DESCRIPTIONS[429]))
+    return result
+
+
 class IsoDateTimeField(serializers.DateTimeField):
     """A datetime as Python's isoformat (`+00:00`, not DRF's `Z`): the format of the export and
     of seed 001's memory document, which are files as much as answers."""
 
     def to_representation(self, value: Any) -> str:
         return value.isoformat()
+
+
+# The largest limit or offset a client may send: PostgreSQL's integer, far beyond any page.
+MAX_PAGE_NUMBER = 2**31 - 1
 
 
 class ItemsPagination(LimitOffsetPagination):
@@ -119,6 +176,40 @@ class ItemsPagination(LimitOffsetPagination):
     @property
     def max_limit(self) -> int:  # type: ignore[override]
         return settings.API_MAX_PAGE_SIZE
+
+    def _page_number(self, request: Request, name: str, minimum: int, default: int) -> int:
+        """A page parameter as strict as the schema says: digits only, from `minimum` to
+        MAX_PAGE_NUMBER; anything else (`null`, `1.5`, `-1`) is a 400, not silently the
+        default."""
+        text = request.query_params.get(name)
+        if text is None:
+            return default
+        if not (text.isascii() and text.isdigit() and minimum <= int(text) <= MAX_PAGE_NUMBER):
+            raise exceptions.ValidationError(
+                {name: [f"Must be an integer from {minimum} to {MAX_PAGE_NUMBER}."]}
+            )
+        return int(text)
+
+    def get_limit(self, request: Request) -> int:
+        limit = self._page_number(request, self.limit_query_param, 1, self.default_limit)
+        return min(limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        return self._page_number(request, self.offset_query_param, 0, 0)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.limit_query_param:
+                parameter["schema"].update(minimum=1, maximum=MAX_PAGE_NUMBER)
+                parameter["description"] = (
+                    f"Items per page, at least 1 (default API_PAGE_SIZE); more than "
+                    f"API_MAX_PAGE_SIZE ({self.max_limit}) gives that many."
+                )
+            elif parameter["name"] == self.offset_query_param:
+                parameter["schema"].update(minimum=0, maximum=MAX_PAGE_NUMBER)
+                parameter["description"] = "How many items to skip (default 0)."
+        return parameters
 
     def get_paginated_response(self, data: list) -> Response:
         return Response(

@@ -5,7 +5,13 @@ never raise HTTP errors. The API maps them in memory_site.core.api.exception_han
 pages in memory_site.middleware.ApplicationErrorMiddleware; views do not catch them.
 """
 
+import uuid
 from typing import Any
+
+
+def new_error_id() -> str:
+    """A short id that a user quotes and staff look up in the logs: 12 hex digits of a uuid4."""
+    return uuid.uuid4().hex[:12]
 
 
 class ApplicationError(Exception):
@@ -43,8 +49,17 @@ class Conflict(ApplicationError):
 
 
 class ProviderError(ApplicationError):
-    """A model provider failed; what was saved before the call stays saved."""
+    """A model provider failed; what was saved before the call stays saved.
+
+    The provider's own words (`detail`) can echo the prompt, other people's text, keys or
+    internals: they go to the logs under `error_id`, never to the user, who gets the stable
+    `message` and the same `error_id` (an extra field of the API's error body)."""
 
     code = "provider_error"
     status = 502
     default_message = "The language model failed."
+
+    def __init__(self, message: str | None = None, *, detail: str = "", **extra: Any):
+        self.error_id = new_error_id()
+        self.detail = detail
+        super().__init__(message, error_id=self.error_id, **extra)

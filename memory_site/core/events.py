@@ -1,8 +1,8 @@
 """Domain events for platforms' webhooks: a service publishes one inside its transaction, and a
 job (memory_site.platforms.webhooks.fan_out, enqueued by name on commit) delivers it.
 
-The events (docs/webhooks.md): `facts.extracted`, `summary.completed`, `conversation.archived`
-and `user.erased`. `fact.superseded` is reserved for the corrections issue and not yet emitted.
+The events (docs/webhooks.md): `facts.extracted`, `fact.superseded`, `summary.completed`,
+`conversation.archived` and `user.erased`.
 """
 
 import json
@@ -21,7 +21,9 @@ FACTS_EXTRACTED = "facts.extracted"
 SUMMARY_COMPLETED = "summary.completed"
 CONVERSATION_ARCHIVED = "conversation.archived"
 USER_ERASED = "user.erased"
-EVENT_TYPES = (FACTS_EXTRACTED, SUMMARY_COMPLETED, CONVERSATION_ARCHIVED, USER_ERASED)
+FACT_SUPERSEDED = "fact.superseded"
+EVENT_TYPES = (FACTS_EXTRACTED, SUMMARY_COMPLETED, CONVERSATION_ARCHIVED, USER_ERASED,
+               FACT_SUPERSEDED)
 
 
 def publish(event_type: str, *, user_id: int, data: dict[str, Any]) -> None:

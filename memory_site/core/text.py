@@ -1,4 +1,8 @@
-"""The rule every service applies to user-written text: PostgreSQL text cannot hold NUL."""
+"""The rules for user-written text: PostgreSQL text cannot hold NUL, and stored text reaches a
+model only as fenced data (fence_line)."""
+
+import re
+from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 
@@ -21,3 +25,30 @@ def reject_nul(**fields: object) -> None:
     PostgreSQL would fail on it (a DataError, an answer 500)."""
     if errors := nul_errors(**fields):
         raise ValidationError(errors)
+
+
+# --- Fences: stored text as data inside a prompt ------------------------------------------------
+
+# The `<` of anything shaped like an opening or closing tag (`<name`, `</name`, `< / name`), also
+# with the look-alikes a model may read as `<` (full-width and small form). Every tag, not only
+# the fences of one prompt: a name or a message reaches several prompts with different fences.
+_TAG_START = re.compile(r"[<\uff1c\ufe64](\s*/?\s*[A-Za-z])")
+ESCAPED_LESS_THAN = "&lt;"
+
+
+def escape_tags(text: str) -> str:
+    """`text` with the `<` of every tag-shaped token written as `&lt;`: it can neither open nor
+    close a fence of any prompt. Everything else is left as it was."""
+    return _TAG_START.sub(rf"{ESCAPED_LESS_THAN}\1", text)
+
+
+def fence_line(text: str | None) -> str:
+    """The one rule for stored text that reaches a model: folded onto one line (so that it cannot
+    start a heading, an entry or a transcript line of its own) and with every tag escaped
+    (escape_tags), so that it stays inside the fence it is put in."""
+    return escape_tags(" ".join((text or "").split()))
+
+
+def fence_block(tag: str, lines: Iterable[str]) -> str:
+    """`<tag>`, the lines (each already passed through fence_line), `</tag>`, one per line."""
+    return "\n".join([f"<{tag}>", *lines, f"</{tag}>"])

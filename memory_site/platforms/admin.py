@@ -28,6 +28,11 @@ class PlatformKeyAdmin(APIKeyModelAdmin):
     list_filter = ["platform", "revoked", "created"]
     autocomplete_fields = ["platform"]
 
+    def get_readonly_fields(self, request, obj=None):
+        # A key moved to another platform would act for that platform's users.
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "platform"] if obj is not None else fields
+
 
 @admin.register(PlatformUser)
 class PlatformUserAdmin(admin.ModelAdmin):

@@ -83,7 +83,7 @@ class WebhookEndpointListCreateApi(APIView):
     @extend_schema(
         summary="Register a webhook endpoint",
         description="With a platform key and no X-User-Id: register `url` for the signed events "
-        "of the platform's users (`facts.extracted`, `summary.completed`, "
+        "of the platform's users (`facts.extracted`, `fact.superseded`, `summary.completed`, "
         "`conversation.archived`, `user.erased`). The answer holds the signing `secret`, shown "
         "this once. 400 for a URL that is not http(s), has credentials, does not resolve or "
         "resolves to a private, loopback, link-local or reserved address.",

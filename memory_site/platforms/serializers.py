@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from memory_site.core.strict import StrictInputSerializer
 from memory_site.platforms.models import (
     EXTERNAL_ID_MAX_LENGTH,
     WEBHOOK_URL_MAX_LENGTH,
@@ -10,7 +11,7 @@ from memory_site.platforms.models import (
 )
 
 
-class PlatformUserInputSerializer(serializers.Serializer):
+class PlatformUserInputSerializer(StrictInputSerializer):
     # Trimming would make " a" and "a" one user; the service checks the rest.
     external_id = serializers.CharField(
         max_length=EXTERNAL_ID_MAX_LENGTH, trim_whitespace=False,
@@ -29,7 +30,7 @@ class PlatformUserSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class WebhookEndpointInputSerializer(serializers.Serializer):
+class WebhookEndpointInputSerializer(StrictInputSerializer):
     url = serializers.URLField(
         max_length=WEBHOOK_URL_MAX_LENGTH,
         help_text="An http or https URL that resolves to public addresses only.",

@@ -56,9 +56,12 @@ class MyDataApi(APIView):
     @extend_schema(
         summary="Erase all my data",
         description="Erases everything the export holds in one transaction, this request's "
-        "token included, and answers what was erased. A legacy with other members passes to "
-        "the longest-standing one, a legacy with no one else is deleted; the account keeps "
-        "only its username and password.",
+        "token and every signed-in session included, with the job-queue rows, webhook "
+        "deliveries and login records that name you, and answers what was erased. A legacy "
+        "with other members passes to the longest-standing one; a legacy with no one else is "
+        "deleted, unless people removed from it earlier still have rows there (then it stays, "
+        "with no member, until theirs go too). The account keeps only its username and "
+        "password.",
         request=None,
         responses={200: ErasedSerializer, **error_responses(401)},
     )

@@ -58,7 +58,18 @@ class ErasedCountsSerializer(serializers.Serializer):
     memberships = serializers.IntegerField()
     legacies_deleted = serializers.IntegerField()
     legacies_transferred = serializers.IntegerField()
+    legacies_kept = serializers.IntegerField(
+        help_text="Legacies left with no member that stay for other people's rows in them."
+    )
     api_tokens = serializers.IntegerField()
+    sessions = serializers.IntegerField(help_text="Signed-in sessions ended, on every device.")
+    jobs = serializers.IntegerField(
+        help_text="Job-queue rows that named your conversations or events."
+    )
+    webhook_deliveries = serializers.IntegerField()
+    login_records = serializers.IntegerField(
+        help_text="The login brake's records of your username."
+    )
 
 
 class ErasedSerializer(serializers.Serializer):

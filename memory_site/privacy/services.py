@@ -1,14 +1,21 @@
 """Writes of the caller's own data across every app: erase everything (DELETE /api/me/data)."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
+from django_q.models import Failure
 from rest_framework.authtoken.models import Token
 
 from agent_memory import services as agent_memory_services
 from conversations import services as conversations_services
+from conversations.models import Conversation
 from facts import services as facts_services
 from memory_site.core import events
+from memory_site.privacy import traces
 
 
 def account_erase(*, user: AbstractBaseUser) -> dict[str, int]:
@@ -23,22 +30,39 @@ def account_erase(*, user: AbstractBaseUser) -> dict[str, int]:
 def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
     """Erase everything the service stores about `user` in one transaction; a failure in any
     step leaves everything as it was. Returns the number of rows erased (or, for
-    `legacies_transferred`, handed on) per kind.
+    `legacies_transferred` and `legacies_kept`, handed on or left to others) per kind.
 
     Conversations go first: a legacy that facts' erase deletes would otherwise take the
-    user's conversations with it uncounted, and facts knows nothing of conversations.
+    user's conversations with it uncounted, and facts knows nothing of conversations (it is
+    told in which legacies they were). Then what the user left outside the apps' tables
+    (privacy.traces): sessions, job-queue rows, webhook deliveries, login records.
     """
     counts: dict[str, int] = {}
     with transaction.atomic():
         # One erase per user at a time, and no memory write of theirs in between.
         get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
-        for step in (
-            conversations_services.user_data_erase,
-            agent_memory_services.user_data_erase,
-            facts_services.user_data_erase,
-            account_erase,
-        ):
-            counts.update(step(user=user))
+        conversations = list(Conversation.objects.filter(user=user).values_list("pk", "legacy_id"))
+        theirs = traces.user_traces(user=user, conversation_ids=[pk for pk, _ in conversations])
+        counts.update(conversations_services.user_data_erase(user=user))
+        counts.update(agent_memory_services.user_data_erase(user=user))
+        counts.update(facts_services.user_data_erase(
+            user=user, legacies_with_rows={legacy_id for _, legacy_id in conversations}
+        ))
+        counts.update(account_erase(user=user))
+        counts["sessions"] = traces.sessions_erase(user=user)
+        counts["jobs"] = traces.jobs_erase(traces=theirs)
+        counts["webhook_deliveries"] = traces.webhook_deliveries_erase(traces=theirs)
+        counts["login_records"] = traces.login_records_erase(user=user)
         # Delivered once this commits; a platform user's row (their external id) is kept.
         events.publish(events.USER_ERASED, user_id=user.pk, data={"erased": counts})
     return counts
+
+
+def failed_jobs_prune() -> int:
+    """Delete the failed jobs that stopped more than Q_FAILURE_RETENTION_DAYS ago. django-q2's
+    save_limit prunes only successes, and a failure's arguments and error text name
+    conversations and can echo a provider's words about them. Returns how many went."""
+    cutoff = timezone.now() - timedelta(days=settings.Q_FAILURE_RETENTION_DAYS)
+    with transaction.atomic():
+        deleted, _ = Failure.objects.filter(stopped__lt=cutoff).delete()
+    return deleted

@@ -170,9 +170,15 @@ def test_restore_an_earlier_version(web, alice, sarah):
     assert memory.version == 3 and memory.content == "Sarah works on the Platform team"
 
 
-def test_restore_refuses_an_active_memory_or_a_missing_version(web, alice, sarah):
+def test_restore_refuses_an_active_memorys_current_text_or_a_missing_version(web, alice, sarah):
+    # An active memory can go back to an earlier version (issue 14's revert), never to the
+    # text it already has: a 400 that says so, nothing written.
     before = _rows()
-    assert web.post(f"/memories/{sarah.pk}/restore").status_code == 404
+    response = web.post(f"/memories/{sarah.pk}/restore")
+    assert response.status_code == 400
+    assert "Choose an earlier version: this is the current text." in response.content.decode()
+    assert web.post(f"/memories/{sarah.pk}/restore", {"version": "1"}).status_code == 400
+    assert _rows() == before
     services.memory_delete(user=alice, memory=sarah)
     before = _rows()
     assert web.post(f"/memories/{sarah.pk}/restore", {"version": "7"}).status_code == 404

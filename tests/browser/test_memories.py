@@ -185,10 +185,10 @@ def test_add_correct_and_restore_a_memory_in_the_browser(browser, live_server, m
     expect(card).to_contain_text("Updated: version 2")
     assert AgentMemoryVersion.objects.filter(memory=added).count() == 2
 
-    # Restore a deleted memory from its history page.
+    # Restore a deleted memory from its history page, in place (issue 14).
     page.goto(f"{live_server.url}/memories/{memories['ally'].pk}")
     page.get_by_role("button", name="Restore this memory").click()
-    expect(page.locator(".flash")).to_contain_text("Restored as version 2")
+    expect(page.locator("#memory-history .flash-inline")).to_contain_text("Restored as version 2")
     expect(page.locator(".memory-status")).to_contain_text("Active")
     assert AgentMemory.objects.get(pk=memories["ally"].pk).deleted_at is None
 

@@ -143,3 +143,30 @@ def test_a_user_of_no_legacy_is_told_so(family):
     assert response.status_code == 200
     assert response.context["chosen"] is None
     assert "You are not a member of any legacy yet." in response.content.decode()
+
+
+def test_ending_a_conversation_closes_it_and_archives_what_was_said(
+        family, browser, django_capture_on_commit_callbacks):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    browser.post(f"/chat/{conversation.pk}/send", {"content": "Rose married Harold in 1961."})
+    assert "End this conversation" in browser.get(f"/chat/{conversation.pk}").content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser.post(f"/chat/{conversation.pk}/end")
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/chat?legacy={family.legacy.pk}"
+    conversation.refresh_from_db()
+    assert conversation.status == "shutdown_clean" and conversation.closed_at is not None
+    assert conversation.chunks.exists()  # the job archived the tail
+    assert "End this conversation" not in browser.get(f"/chat/{conversation.pk}").content.decode()
+
+
+def test_ending_is_a_post_of_the_conversations_own_user(family, browser):
+    conversation = ConversationFactory(user=family.member, legacy=family.legacy)
+    assert browser.post(f"/chat/{conversation.pk}/end").status_code == 404
+    own = ConversationFactory(user=family.owner, legacy=family.legacy)
+    assert browser.get(f"/chat/{own.pk}/end").status_code == 405
+    conversation.refresh_from_db()
+    own.refresh_from_db()
+    assert conversation.status == own.status == "active"

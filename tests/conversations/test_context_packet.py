@@ -220,14 +220,17 @@ def test_the_budget_is_respected_and_cuts_go_in_order(rich, settings):
     assert total_tokens(chat) <= settings.CONTEXT_TOKEN_BUDGET
     parts = [cut["part"] for cut in packet.cuts]
     order = ["retrieved", "messages", "session_state", "rolling_summary", "facts", "places",
-             "memory", "latest_message"]
+             "memory", "raw_turns", "latest_message"]
     assert parts == sorted(parts, key=order.index)
-    assert {"retrieved", "messages", "session_state", "rolling_summary", "facts", "places",
-            "memory"} <= set(parts)
+    # Every replayed message of `rich` is in the last three turns (8-12): none is a plain
+    # `messages` cut.
+    assert {"retrieved", "session_state", "rolling_summary", "facts", "places", "memory",
+            "raw_turns"} <= set(parts)
     # Never cut: the persona instructions, the date-time line; the latest message stays last.
     assert "You are a warm, patient companion" in chat[0]["content"]
     assert f"{DATETIME_PREFIX}2026-03-14T09:26:53Z (UTC)" in chat[0]["content"]
-    assert [m.sequence for m in packet.messages] == [12]
+    # The raw turns go last, oldest first: what is left of them ends with the latest message.
+    assert [m.sequence for m in packet.messages] == [9, 10, 11, 12]
     assert chat[-1]["role"] == "user"
     assert chat[-1]["content"].startswith("I need to find")
 

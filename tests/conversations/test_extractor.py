@@ -287,3 +287,135 @@ def test_a_fact_about_the_person_may_mention_the_user():
         ("user", "Mom taught me to play the piano when I was six."),
         ("user", "I played the piano at her funeral."),
     ) == [("relationship", "Rose taught me to play the piano when I was six.")]
+
+
+# --- corrections (issue 10): the batch, and the user's known facts ----------------------------
+
+
+def corrected(*said, known=(), name=ROSE, aliases=("Rose",)):
+    """(content, supersedes) of one batch sent with the known facts f1, f2, …"""
+    from memory_site.core.ai import KnownFact
+
+    batch = lines(*said)
+    kin = kin_of(*said, name=name, aliases=aliases)
+    facts = extract_facts(batch, name, [*aliases, *kin],
+                          [KnownFact(ref=f"f{i}", content=c) for i, c in enumerate(known, 1)])
+    return [(f.content, f.supersedes) for f in facts]
+
+
+def test_a_fragment_in_a_later_batch_corrects_the_closest_known_value():
+    known = ("Rose was born in 1931.", "Rose married in 1961.")
+    assert corrected("Sorry, it was 1962.", known=known) == [("Rose married in 1962.", "f2")]
+    # The agent's question says which fact; "not 1931" too.
+    assert corrected(("assistant", "When was Rose born?"), "Sorry, it was 1932.",
+                     known=known) == [("Rose was born in 1932.", "f1")]
+    assert corrected("No wait, 1930, not 1931.", known=known) == [
+        ("Rose was born in 1930.", "f1")]
+
+
+def test_a_restated_attribute_supersedes_without_a_marker_but_a_second_job_does_not():
+    assert corrected("Rose married in 1962.", known=("Rose married in 1961.",)) == [
+        ("Rose married in 1962.", "f1")]
+    assert corrected("Rose was born in Limerick.", known=("Rose was born in Cork in 1931.",)) \
+        == [("Rose was born in Limerick in 1931.", "f1")]
+    # People change jobs: only a marked correction replaces one.
+    assert corrected("Rose worked as a teacher.", known=("Rose worked as a nurse.",)) == [
+        ("Rose worked as a teacher.", None)]
+    assert corrected(("assistant", "Tell me about Rose."), "Actually she worked as a teacher.",
+                     known=("Rose worked as a nurse.",)) == [("Rose worked as a teacher.", "f1")]
+
+
+def test_marked_corrections_of_ordinals_and_said_before():
+    assert corrected(("assistant", "Rose was the eldest?"),
+                     "no wait, she was the second of five, not the eldest.",
+                     known=("Rose was the eldest.",)) == [("Rose was the second of five.", "f1")]
+    assert corrected("Frank drove a bus, I said a taxi before but that was his brother.",
+                     known=("Frank drove a taxi for twenty years.",), name="Frank Moreno",
+                     aliases=("Frank",)) == [("Frank drove a bus for twenty years.", "f1")]
+    assert corrected("I said 1961 before, but it was 1962.", known=("Rose married in 1961.",)) \
+        == [("Rose married in 1962.", "f1")]
+
+
+def test_a_correction_that_matches_nothing_files_no_fragment_and_touches_no_fact():
+    known = ("Rose loved dahlias.",)
+    assert corrected("Actually it was 1985.", known=known) == []
+    assert corrected("We visited Cork in the summer.", "Actually it was 1985.",
+                     known=("Rose was born in 1931.",)) == []
+    assert corrected("Rose sang alto.", known=known) == [("Rose sang alto.", None)]
+
+
+def test_guesses_hedges_and_other_people_never_supersede():
+    known = ("Rose was born in 1931.",)
+    assert corrected(("assistant", "Rose was born in 1930, wasn't she?"), known=known) == []
+    assert corrected("Rose was born in 1932, I think.", known=known) == []
+    assert corrected("Her sister was born in 1932.", known=known) == []
+    assert corrected("sorry, my uncle Karl was born in 1932, not 1931.", known=known) == []
+
+
+def test_the_corrections_dev_set_files_nothing_it_must_not():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location(
+        "extractor_quality", root / "benchmarks" / "extractor_quality.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = module.evaluate(root / "tests" / "data" / "extractor_corrections_dev.json")
+    assert report.wrongly_filed == [] and report.malformed == []
+    assert report.precision >= 0.95, report.spurious
+    assert report.recall >= 0.9, report.misses
+
+
+# --- precision first: absolutes, counts, hedges, namesakes (corrections dev set 2) ----------
+
+
+def test_a_never_contradicted_later_is_replaced_in_the_batch_and_across_batches():
+    # In the batch: the absolute is not filed.
+    assert facts_of("Rose never drove, she cycled everywhere.",
+                    "Rose drove the red Fiesta into the ground.") == [
+        "Rose drove the red Fiesta into the ground."]
+    # In a later batch: it supersedes the known absolute, even opening with "she".
+    known = ("Rose never left Boston her whole life.", "Rose made soda bread.")
+    assert corrected("Rose went to Ireland in 1980 for her sister's wedding.", known=known) == [
+        ("Rose went to Ireland in 1980 for her sister's wedding.", "f1")]
+    assert corrected(("assistant", "Did she ever travel?"),
+                     "She flew to Perth in 1985.",
+                     known=("Rose never flew anywhere.",)) == [
+        ("Rose flew to Perth in 1985.", "f1")]
+    assert corrected("Rose moved to Florida in 1992.",
+                     known=("Rose always lived in the same house on Elm Street.",)) == [
+        ("Rose moved to Florida in 1992.", "f1")]
+    # Another verb, or "never" said again, replaces nothing; nor does "she" without an absolute.
+    assert corrected("Rose sang in the choir.", known=("Rose never missed a Sunday.",)) == [
+        ("Rose sang in the choir.", None)]
+    assert corrected("Rose never went to church.", known=known) == [
+        ("Rose never went to church.", None)]
+    assert corrected("She went to Mass every day.", known=("Rose never went to church.",)) == []
+
+
+def test_a_count_restated_as_kids_or_in_a_fragment_supersedes():
+    assert corrected("Rose had 12 kids.", known=("Rose had 11 children.",)) == [
+        ("Rose had 12 kids.", "f1")]
+    assert corrected("yes. 12 kids, I always forget poor Kevin.",
+                     known=("Rose was born in 1931.", "Rose had 11 children.")) == [
+        ("Rose had 12 children.", "f2")]
+
+
+def test_hedged_values_are_not_filed():
+    assert facts_of("Rose was 81 or 82, can't remember exactly.") == []
+    assert facts_of("I'm pretty sure Rose retired in 1990.") == []
+    assert facts_of("Rose was born in 1931 or so.") == []
+
+
+def test_namesakes_and_other_peoples_possessives_are_not_the_person():
+    # A year far from the one said before, without a marker: neither a correction nor a fact.
+    assert facts_of("Rose was born in Sligo in 1934.",
+                    "Rose, my sister, was born in 1962.") == ["Rose was born in Sligo in 1934."]
+    assert corrected("Rose was born in 1962.", known=("Rose was born in 1934.",)) == []
+    # With a marker it is a correction.
+    assert corrected("Actually, Rose was born in 1962.", known=("Rose was born in 1934.",)) == [
+        ("Rose was born in 1962.", "f1")]
+    # "Rose's mama" is her mother.
+    assert facts_of("Rose's mama was a midwife.", "Rose's garden was full of roses.") == [
+        "Rose's garden was full of roses."]

@@ -121,6 +121,38 @@ def test_rolling_summary_drops_lines_before_the_window():
         "[4] Rose was a nurse in Ohio.\n[6] Rose married Tom in 1955.")
 
 
+def test_rolling_summary_keeps_the_agents_latest_question_and_offer_marked():
+    said = [
+        TranscriptLine(sequence=0, role="user", content="Rose was born in Dayton in 1931."),
+        TranscriptLine(sequence=1, role="assistant",
+                       content="Lovely. What was her favourite colour?"),
+        TranscriptLine(sequence=2, role="user", content="Her favourite colour was blue."),
+        TranscriptLine(sequence=3, role="assistant", content=(
+            "Blue suits her. Would you like me to remember that her favourite colour was blue?")),
+    ]
+    summary = rolling_summary(previous_summary=None, messages=said, window_start=0,
+                              token_limit=200)
+    assert summary.splitlines() == [
+        "[0] Rose was born in Dayton in 1931.",
+        "[1] The agent asked: What was her favourite colour?",
+        "[2] Her favourite colour was blue.",
+        "[3] The agent offered: Would you like me to remember that her favourite colour was "
+        "blue?",
+    ]
+    # Within a budget for one line, the agent's offer wins over the user's sentences; a
+    # newer question replaces the older ones.
+    offer = "[3] The agent offered: Would you like me to remember that her favourite colour was blue?"
+    assert rolling_summary(previous_summary=None, messages=said, window_start=0,
+                           token_limit=count_tokens(offer) + 3) == offer
+    later = [TranscriptLine(sequence=5, role="assistant", content="Shall I note where she lived?")]
+    assert rolling_summary(previous_summary=summary, messages=later, window_start=0,
+                           token_limit=200).splitlines() == [
+        "[0] Rose was born in Dayton in 1931.",
+        "[2] Her favourite colour was blue.",
+        "[5] The agent offered: Shall I note where she lived?",
+    ]
+
+
 # Recall floors per set, just under each set's score (docs/quality.md). They were 0.85 for
 # every set until the kinship rule: a conversation that speaks of two parent/grandparent
 # families and ties neither to the person's name ("Pop …" and "my mom", "Dad …" and "my

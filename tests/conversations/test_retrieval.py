@@ -1,22 +1,37 @@
-"""Hybrid search over my earlier conversations: scope, completeness, fusion, recency, open loops."""
+"""Hybrid search over my earlier conversations: scope, completeness, fusion, recency, open loops,
+message units with their neighbours, merged places, embedding jobs, the sweep and reembed."""
 
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from conversations.models import ConversationChunk
-from conversations.retrieval import search_conversations, search_params, search_sql
-from conversations.services import message_append
+from conversations import tasks
+from conversations.embedding import embed_texts, model_key, text_parts
+from conversations.models import ConversationChunk, Message
+from conversations.retrieval import (
+    NO_WORDS,
+    iterative_scans_supported,
+    search_conversations,
+)
+from conversations.services import conversation_close, message_append, summarization
+from conversations.services.embedding import conversation_embed_messages
 from memory_site.core.ai import get_embedder
-from tests.factories import ConversationFactory, LegacyFactory
+from tests.factories import ConversationFactory, LegacyFactory, import_messages
 from tests.support.chunks import chunk_for, cosine_distance, near
 
 pytestmark = pytest.mark.django_db
 
 QUERY = "the lake house where grandma taught us to fish"
+DEAD_EMBEDDER = {
+    "EMBEDDING_PROVIDER": "openai",
+    "EMBEDDING_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens on the discard port
+    "EMBEDDING_MAX_RETRIES": 0,
+    "EMBEDDING_TIMEOUT_SECONDS": 2,
+}
 
 
 def _crowd_with_foreign_neighbours(family, query_vector, foreign: int = 300):
@@ -28,7 +43,8 @@ def _crowd_with_foreign_neighbours(family, query_vector, foreign: int = 300):
         ConversationChunk(
             conversation=conversation, user=conversation.user, legacy=conversation.legacy,
             content=f"foreign summary {i}", embedding=near(query_vector, 0.004, i),
-            message_range_start=i * 20, message_range_end=i * 20 + 20,
+            embedding_model=model_key(), message_range_start=i * 20,
+            message_range_end=i * 20 + 20,
         )
         for i in range(foreign)
         for conversation in [fellow if i % 2 else outsider]
@@ -38,22 +54,36 @@ def _crowd_with_foreign_neighbours(family, query_vector, foreign: int = 300):
 def _my_chunks(family, query_vector, count: int = 5) -> list[ConversationChunk]:
     mine = ConversationFactory(user=family.owner, legacy=family.legacy)
     return [
-        chunk_for(mine, i * 20, i * 20 + 20, f"my summary {i}", near(query_vector, 0.03 + 0.01 * i, 900 + i))
+        chunk_for(mine, i * 20, i * 20 + 20, f"my summary {i}",
+                  near(query_vector, 0.03 + 0.01 * i, 900 + i))
         for i in range(count)
     ]
 
 
-def _exact_ranking(chunks: list[ConversationChunk], query_vector: list[float]) -> list[str]:
+def _messages_near(conversation, query_vector, count: int, noise: float, seed: int,
+                   text: str = "far away words") -> list[Message]:
+    """`count` messages appended at once, embedded at a controlled distance from the query."""
+    rows = import_messages(conversation, [("user", f"{text} {i}") for i in range(count)])
+    for i, row in enumerate(rows):
+        row.embedding = near(query_vector, noise + 0.002 * i, seed + i)
+        row.embedding_model = model_key()
+    Message.objects.bulk_update(rows, ["embedding", "embedding_model"])
+    return rows
+
+
+def _exact_ranking(rows, query_vector: list[float]) -> list[str]:
     return [
-        str(c.pk)
-        for c in sorted(chunks, key=lambda c: cosine_distance(list(c.embedding), query_vector))
+        str(r.pk)
+        for r in sorted(rows, key=lambda r: cosine_distance(list(r.embedding), query_vector))
     ]
 
 
-def _explain(params: dict) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + search_sql(), params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+def _embed_all(*conversations):
+    for conversation in conversations:
+        conversation_embed_messages(conversation_id=conversation.pk)
+
+
+# --- Scope and completeness -----------------------------------------------------------------------
 
 
 def test_scoped_search_is_complete_with_far_more_foreign_neighbours_than_ef_search(family):
@@ -70,10 +100,9 @@ def test_scoped_search_is_complete_with_far_more_foreign_neighbours_than_ef_sear
     assert result.total == 5
     assert [hit.id for hit in result.hits] == _exact_ranking(mine, query_vector)
     assert {hit.content for hit in result.hits} == {f"my summary {i}" for i in range(5)}
-    # k larger than the scope: min(k, rows in scope).
-    assert len(search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=20).hits) == 5
-    plan = _explain(search_params(user=family.owner, legacy=family.legacy, query=QUERY, k=5))
-    assert "ix_conversation_chunks_embed" not in plan
+    # k larger than the scope: min(k, units in scope).
+    assert len(search_conversations(user=family.owner, legacy=family.legacy, query=QUERY,
+                                    k=20).hits) == 5
 
 
 def test_where_the_naive_hnsw_path_loses_rows_the_search_still_returns_all(family):
@@ -100,27 +129,117 @@ def test_where_the_naive_hnsw_path_loses_rows_the_search_still_returns_all(famil
 
     result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
     assert [hit.id for hit in result.hits] == _exact_ranking(mine, query_vector)
-    params = search_params(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
-    assert "ix_conversation_chunks_embed" not in _explain(params)
+
+
+def test_message_units_are_complete_with_foreign_messages_closer_than_mine(family, settings):
+    """300 messages of other users (a fellow member of the legacy, a stranger) closer to the
+    query than any of mine: my 5 come back in exact cosine order."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    query_vector = get_embedder().embed([QUERY])[0]
+    fellow = ConversationFactory(user=family.member, legacy=family.legacy)
+    outsider = ConversationFactory(user=family.stranger,
+                                   legacy=LegacyFactory(created_by=family.stranger))
+    _messages_near(fellow, query_vector, 150, 0.004, 1)
+    _messages_near(outsider, query_vector, 150, 0.004, 500)
+    mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
+                          query_vector, 5, 0.05, 900)
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+
+    assert (result.total, result.vector_scan) == (5, "exact")
+    assert [hit.id for hit in result.hits] == _exact_ranking(mine, query_vector)
+    assert all(hit.kind == "message" and hit.vector_rank is not None for hit in result.hits)
+
+
+def _requires_iterative_scans():
+    if not iterative_scans_supported():
+        pytest.skip("pgvector < 0.8 has no iterative index scans")
+
+
+def test_a_scope_larger_than_max_scan_tuples_is_still_ranked_exactly(family, settings):
+    """The HNSW path (pgvector 0.8 iterative scan): with 300 foreign messages closer than
+    mine and hnsw.max_scan_tuples far below them, the index scan may stop short; the exact
+    scan then fills the list, so the top k are still my nearest in exact order."""
+    _requires_iterative_scans()
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0  # always the index path
+    # The first batch of the index scan is hnsw.ef_search (the candidate count) tuples; past
+    # max_scan_tuples no second batch is read.
+    settings.SEARCH_CANDIDATES = 100
+    settings.SEARCH_HNSW_MAX_SCAN_TUPLES = 10
+    query_vector = get_embedder().embed([QUERY])[0]
+    fellow = ConversationFactory(user=family.member, legacy=family.legacy)
+    _messages_near(fellow, query_vector, 300, 0.004, 1)
+    mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
+                          query_vector, 120, 0.05, 900)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+        # Leave the planner only the HNSW index to order by distance.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+
+    # Whether the scan stopped short depends on the graph (its levels are random): when it
+    # did, the exact scan completed the list; either way the top k are exact.
+    assert result.vector_scan in {"hnsw", "hnsw+exact"}
+    assert [hit.id for hit in result.hits] == _exact_ranking(mine, query_vector)[:5]
+
+
+def test_the_hnsw_path_with_iterative_scans_keeps_the_scope(family, settings):
+    _requires_iterative_scans()
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0
+    query_vector = get_embedder().embed([QUERY])[0]
+    fellow = ConversationFactory(user=family.member, legacy=family.legacy)
+    _messages_near(fellow, query_vector, 300, 0.004, 1)
+    mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
+                          query_vector, 5, 0.05, 900)
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+
+    assert result.vector_scan == "hnsw"
+    assert {hit.id for hit in result.hits} == {str(m.pk) for m in mine}
 
 
 def test_search_never_returns_another_users_rows_of_the_same_legacy(family):
     fellow = ConversationFactory(user=family.member, legacy=family.legacy)
     chunk_for(fellow, 0, 20, "Rose kept bees behind the lake house.")
     message_append(conversation=fellow, role="user", content="Rose kept bees behind the lake house.")
+    message_append(conversation=fellow, role="assistant", content="Bees behind the lake house!")
+    _embed_all(fellow)
     other = ConversationFactory(user=family.owner, legacy=LegacyFactory(created_by=family.owner))
     chunk_for(other, 0, 20, "Rose kept bees behind the lake house.")
+    message_append(conversation=other, role="user", content="Rose kept bees behind the lake house.")
 
     result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=5)
 
     assert result.hits == [] and result.total == 0
 
 
+def test_k_units_that_do_not_overlap_are_k_hits(family, settings):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user" if i % 2 == 0 else "assistant", f"Line {i} of the day.")
+                                   for i in range(40)])
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_CANDIDATES = 3  # fewer candidates per list than k: the lists widen
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="day", k=10)
+
+    assert (len(result.hits), result.total) == (10, 40)
+    assert len({hit.message_range_start for hit in result.hits}) == 10
+
+
+# --- Ranking ----------------------------------------------------------------------------------------
+
+
 def test_full_text_and_vector_ranks_are_fused(family):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     both = chunk_for(conversation, 0, 20, "She baked rhubarb pie every Sunday.")
     words_only = chunk_for(
-        conversation, 20, 40, "Rhubarb grew by the shed.", embedding=near([1.0] + [0.0] * 1023, 0.01, 1)
+        conversation, 20, 40, "Rhubarb grew by the shed.",
+        embedding=near([1.0] + [0.0] * 1023, 0.01, 1),
     )
     unrelated = chunk_for(conversation, 40, 60, "He drove a green tractor to town.")
 
@@ -141,7 +260,9 @@ def test_recency_breaks_a_tie_between_equally_relevant_chunks(family):
     vector = get_embedder().embed([text])[0]
     old = chunk_for(old_conversation, 0, 20, text, vector)
     new = chunk_for(new_conversation, 0, 20, text, vector)
-    ConversationChunk.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=90))
+    ConversationChunk.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=90)
+    )
 
     hits = search_conversations(user=family.owner, legacy=family.legacy, query="choir", k=2).hits
 
@@ -174,59 +295,303 @@ def test_an_open_loop_lifts_the_unit_that_can_close_it(family, settings):
     assert hits[1].open_loop is False
 
 
-def test_unarchived_user_messages_are_units_with_an_exclusive_end(family):
-    archived = ConversationFactory(user=family.owner, legacy=family.legacy)
-    for i in range(24):
-        message_append(
-            conversation=archived, role="user" if i % 2 == 0 else "assistant",
-            content=f"Message {i} about the old mill." if i != 22 else "The mill wheel was red.",
-        )
-    chunk_for(archived, 0, 20, "They talked about the old mill.")
-    short = ConversationFactory(user=family.owner, legacy=family.legacy)
-    message_append(conversation=short, role="user", content="Rose's mill wheel was painted red.")
-    message_append(conversation=short, role="assistant", content="The red mill wheel, lovely.")
-
-    result = search_conversations(user=family.owner, legacy=family.legacy, query="red mill wheel", k=10)
-
-    units = {(hit.kind, hit.conversation_id, hit.message_range_start, hit.message_range_end)
-             for hit in result.hits}
-    assert units == {
-        ("chunk", archived.pk, 0, 20),
-        ("message", archived.pk, 20, 21),
-        ("message", archived.pk, 22, 23),
-        ("message", short.pk, 0, 1),
-    }
-    # A message has no stored embedding: it competes on its words only.
-    messages = [hit for hit in result.hits if hit.kind == "message"]
-    assert all(hit.vector_rank is None for hit in messages)
-    assert messages[0].content in {"The mill wheel was red.", "Rose's mill wheel was painted red."}
-    assert messages[0].text_rank == 1
-    chunks_only = search_conversations(
-        user=family.owner, legacy=family.legacy, query="red mill wheel", k=10,
-        include_messages=False,
-    )
-    assert [(h.kind, h.message_range_start) for h in chunks_only.hits] == [("chunk", 0)]
-
-
 def test_the_current_conversation_can_be_excluded(family):
     earlier = ConversationFactory(user=family.owner, legacy=family.legacy)
     current = ConversationFactory(user=family.owner, legacy=family.legacy)
     kept = chunk_for(earlier, 0, 20, "The fishing trip of 1972.")
     chunk_for(current, 0, 20, "The fishing trip of 1972, again.")
+    message_append(conversation=current, role="user", content="The fishing trip of 1972.")
 
-    hits = search_conversations(
+    result = search_conversations(
         user=family.owner, legacy=family.legacy, query="fishing trip", k=5,
         exclude_conversation_ids=[current.pk],
-    ).hits
+    )
 
-    assert [hit.id for hit in hits] == [str(kept.pk)]
+    assert [hit.id for hit in result.hits] == [str(kept.pk)]
+    assert result.total == 1
 
 
-def test_a_query_of_stopwords_only_still_ranks_by_vector(family):
+@pytest.mark.parametrize("query", ["the and of", "?!…", "what was it, then?"])
+def test_a_query_of_stopwords_or_punctuation_returns_the_newest_units(family, query):
+    older = ConversationFactory(user=family.owner, legacy=family.legacy)
+    newer = ConversationFactory(user=family.owner, legacy=family.legacy)
+    old_chunk = chunk_for(older, 0, 20, "Rose and the lake.")
+    ConversationChunk.objects.filter(pk=old_chunk.pk).update(
+        created_at=timezone.now() - timedelta(days=10)
+    )
+    message_append(conversation=newer, role="user", content="Rose swam in the lake.")
+    message_append(conversation=newer, role="assistant", content="Every summer?")
+    Message.objects.filter(conversation=newer, sequence=0).update(
+        created_at=timezone.now() - timedelta(days=1)
+    )
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=query, k=3)
+
+    assert result.warnings == [NO_WORDS]
+    assert result.total == 3
+    assert [(hit.kind, hit.vector_rank, hit.text_rank) for hit in result.hits] == [
+        ("message", None, None), ("chunk", None, None),
+    ]
+    # The newest message opens its place; its neighbour joins it.
+    assert result.hits[0].content == "user: Rose swam in the lake.\nassistant: Every summer?"
+    assert result.hits[0].id == str(Message.objects.get(conversation=newer, sequence=1).pk)
+
+
+# --- Message units: both roles, neighbours, merged places -----------------------------------------
+
+
+def test_every_message_of_both_roles_is_a_unit_with_its_neighbours(family, settings):
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 1
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
-    chunk_for(conversation, 0, 20, "Rose and the lake.")
+    said = [
+        ("user", "We drove up to the cabin every August."),
+        ("assistant", "Did Rose have a favourite spot there?"),
+        ("user", "The dock. She read there for hours."),
+        ("assistant", "The blue canoe you mentioned was tied at that dock, I think."),
+        ("user", "Yes, Grandpa painted it himself."),
+        ("assistant", "What a lovely detail."),
+    ]
+    for role, content in said:
+        message_append(conversation=conversation, role=role, content=content)
+    _embed_all(conversation)
 
-    result = search_conversations(user=family.owner, legacy=family.legacy, query="the and of", k=3)
+    result = search_conversations(user=family.owner, legacy=family.legacy,
+                                  query="blue canoe", k=1)
 
-    assert result.total == 1 and result.hits[0].text_rank is None
+    [hit] = result.hits
+    assert result.total == 6
+    assert (hit.kind, hit.message_range_start, hit.message_range_end) == ("message", 2, 5)
+    assert hit.id == str(Message.objects.get(conversation=conversation, sequence=3).pk)
+    assert hit.content == (
+        "user: The dock. She read there for hours.\n"
+        "assistant: The blue canoe you mentioned was tied at that dock, I think.\n"
+        "user: Yes, Grandpa painted it himself."
+    )
+    assert [m.sequence for m in hit.messages] == [2, 3, 4]
 
+
+def test_overlapping_hits_of_one_place_are_merged(family, settings):
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 1
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [
+        ("user", "Small talk about the weather."),
+        ("assistant", "It was a rainy week."),
+        ("user", "Rose kept a beehive behind the barn."),
+        ("assistant", "The beehive! How many bees?"),
+        ("user", "Thousands of bees, and honey every autumn."),
+        ("assistant", "Nothing else today."),
+        ("user", "More small talk."),
+        ("assistant", "Goodbye for now."),
+        ("user", "Her bees won a prize at the county fair."),
+        ("assistant", "A prize for bees!"),
+    ])
+    _embed_all(conversation)
+
+    result = search_conversations(user=family.owner, legacy=family.legacy,
+                                  query="beehive bees honey", k=2)
+
+    first, second = result.hits
+    # Messages 2, 3 and 4 match best: the windows of the top two overlap, so they are one
+    # place of four messages; the second place is message 8's, not another window around 2-4.
+    assert len(first.unit_ids) == 2
+    assert (first.message_range_start, first.message_range_end) in {(1, 5), (2, 6), (1, 6)}
+    assert first.message_range_end - first.message_range_start == 4
+    assert [m.sequence for m in first.messages] == list(
+        range(first.message_range_start, first.message_range_end))
+    assert second.message_range_start in (7, 8) and second.message_range_end == 10
+    assert second.content.endswith("user: Her bees won a prize at the county fair.\n"
+                                   "assistant: A prize for bees!")
+
+
+def test_a_chunk_and_a_message_of_its_range_are_one_place(family):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user" if i % 2 == 0 else "assistant", f"Filler {i}.")
+                                   for i in range(20)])
+    Message.objects.filter(conversation=conversation, sequence=7).update(
+        content="The cellar smelled of apples and coal."
+    )
+    chunk = chunk_for(conversation, 0, 20, "They talked about the cellar of the old house.")
+    _embed_all(conversation)
+
+    result = search_conversations(user=family.owner, legacy=family.legacy,
+                                  query="cellar apples", k=3)
+
+    first = result.hits[0]
+    assert (first.message_range_start, first.message_range_end) == (0, 20)
+    assert {str(chunk.pk)} < set(first.unit_ids)
+    assert first.summary == "They talked about the cellar of the old house."
+    assert "assistant: The cellar smelled of apples and coal." in first.content
+    assert all((h.message_range_start, h.message_range_end) != (0, 20) for h in result.hits[1:])
+
+
+def _archived_conversation(family, django_capture_on_commit_callbacks, said):
+    """A closed conversation, archived and embedded by the real jobs (offline providers)."""
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with django_capture_on_commit_callbacks(execute=True):
+        for role, content in said:
+            message_append(conversation=conversation, role=role, content=content)
+        conversation_close(conversation=conversation)
+    return conversation
+
+
+def _filler(count):
+    return [("user", f"Mom was born in Dayton in 1931, she often said, part {i}.")
+            if i % 2 == 0 else ("assistant", "Thank you for telling me.") for i in range(count)]
+
+
+def test_a_detail_only_the_agent_said_in_an_archived_conversation_is_found(
+        family, django_capture_on_commit_callbacks):
+    said = [*_filler(12),
+            ("user", "What did she do after the war?"),
+            ("assistant", "You told me she worked as a switchboard operator in Toledo."),
+            *_filler(30)]
+    conversation = _archived_conversation(family, django_capture_on_commit_callbacks, said)
+    chunks = ConversationChunk.objects.filter(conversation=conversation)
+    assert chunks.exists()
+    assert not any("switchboard" in chunk.content for chunk in chunks)
+    assert not Message.objects.filter(conversation=conversation, embedding_model="").exists()
+
+    result = search_conversations(user=family.owner, legacy=family.legacy,
+                                  query="Where was the switchboard job?", k=3)
+
+    assert "switchboard operator in Toledo" in result.hits[0].content
+    assert result.hits[0].message_range_start <= 13 < result.hits[0].message_range_end
+    assert result.warnings == []
+
+
+# --- Embedding: the job after append, the sweep, long texts, another model -------------------------
+
+
+def test_messages_are_embedded_by_a_job_after_append(family, django_capture_on_commit_callbacks):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        message, _ = message_append(conversation=conversation, role="user", content="Hello there.")
+    message.refresh_from_db()
+    assert (message.embedding, message.embedding_model) == (None, "")  # not on the request path
+    for callback in callbacks:
+        callback()
+    message.refresh_from_db()
+    assert message.embedding_model == model_key()
+    assert list(message.embedding) == pytest.approx(embed_texts(["Hello there."])[0], abs=1e-6)
+    # System and tool messages are not units and are never embedded.
+    with django_capture_on_commit_callbacks(execute=True):
+        system, _ = message_append(conversation=conversation, role="system", content="Be kind.")
+    system.refresh_from_db()
+    assert (system.embedding, system.embedding_model) == (None, "")
+
+
+def test_an_embedder_outage_leaves_messages_for_the_sweep(family, settings,
+                                                          django_capture_on_commit_callbacks):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    for name, value in DEAD_EMBEDDER.items():
+        setattr(settings, name, value)
+    with django_capture_on_commit_callbacks(execute=True):
+        message_append(conversation=conversation, role="user", content="Rose kept bees.")
+        message_append(conversation=conversation, role="assistant", content="Honey bees?")
+    assert Message.objects.filter(conversation=conversation, embedding_model="").count() == 2
+
+    settings.EMBEDDING_PROVIDER = "hashing"
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=3)
+    assert result.warnings == [
+        "2 of 2 messages and 0 of 0 chunks in scope have no vector of the current embedding "
+        "model yet (the embedding job or `manage.py reembed` adds it); they are ranked by "
+        "text, recency and open loops only"
+    ]
+    assert result.hits[0].vector_rank is None and result.hits[0].text_rank == 1
+
+    assert tasks.embedding_sweep() == {"enqueued": 1, "already_queued": 0}
+    assert not Message.objects.filter(conversation=conversation, embedding_model="").exists()
+    assert tasks.embedding_sweep() == {"enqueued": 0, "already_queued": 0}
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=3)
+    assert result.warnings == [] and result.hits[0].vector_rank == 1
+
+
+def test_the_embedding_job_stops_at_its_limit_and_queues_the_rest(family, settings):
+    settings.EMBEDDING_JOB_MAX_MESSAGES = 3
+    settings.EMBEDDING_BATCH_SIZE = 2
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", f"Message {i}.") for i in range(7)])
+
+    # In sync mode the follow-up jobs run at once: 3 + 3 + 1.
+    assert tasks.embed_conversation(str(conversation.pk)) == {
+        "conversation_id": str(conversation.pk), "embedded": 3, "remaining": 4, "error": "",
+    }
+    assert not Message.objects.filter(conversation=conversation, embedding_model="").exists()
+
+
+def test_a_message_longer_than_the_embedder_limit_is_embedded_in_parts(settings):
+    settings.EMBEDDING_MAX_TOKENS = 4
+    text = "Rose kept bees behind the old red barn near the lake."
+    parts = text_parts(text)
+    assert len(parts) > 1 and "".join(part for part, _ in parts) == text
+    assert all(tokens <= 4 for _, tokens in parts)
+
+    vectors = get_embedder().embed([part for part, _ in parts])
+    summed = [sum(tokens * v[i] for (_, tokens), v in zip(parts, vectors, strict=True))
+              for i in range(len(vectors[0]))]
+    norm = sum(x * x for x in summed) ** 0.5
+    assert embed_texts([text])[0] == pytest.approx([x / norm for x in summed], abs=1e-9)
+    settings.EMBEDDING_MAX_TOKENS = 8000
+    assert embed_texts([text])[0] == pytest.approx(get_embedder().embed([text])[0], abs=1e-9)
+
+
+def test_vectors_of_another_model_are_never_ranked_with_the_current_ones(family):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    current = chunk_for(conversation, 0, 20, "The orchard behind the house.")
+    other = chunk_for(conversation, 20, 40, "The orchard by the river.")
+    ConversationChunk.objects.filter(pk=other.pk).update(embedding_model="openai/other/1024")
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="orchard", k=2)
+
+    ranks = {hit.id: hit.vector_rank for hit in result.hits}
+    assert ranks == {str(current.pk): 1, str(other.pk): None}
+    assert "0 of 0 messages and 1 of 2 chunks in scope have no vector" in result.warnings[0]
+
+
+def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", "Rose kept bees."), ("assistant", "Honey!"),
+                                   ("system", "Not a unit.")])
+    chunk_for(conversation, 0, 3, "They talked about bees.")
+    settings.EMBEDDING_DIMENSIONS = 8
+    out = []
+
+    class Lines:
+        def write(self, text):
+            out.append(text)
+
+        def flush(self):
+            pass
+
+    with connection.cursor() as cursor:
+        # The test's transaction defers its foreign key checks; ALTER TABLE needs none pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    call_command("reembed", "--batch-size", "1", stdout=Lines())
+
+    text = "".join(out)
+    assert "Embedding model: hashing/8" in text
+    assert "The vector columns hold 1024 (messages) and 1024 (chunks) dimensions; " \
+           "EMBEDDING_DIMENSIONS is 8." in text
+    assert "Embedded 2 messages and 1 chunks with hashing/8." in text
+    rows = [*Message.objects.filter(role__in=["user", "assistant"]),
+            *ConversationChunk.objects.all()]
+    assert {r.embedding_model for r in rows} == {"hashing/8"}
+    assert {len(r.embedding) for r in rows} == {8}
+    assert Message.objects.get(role="system").embedding is None
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=2)
+    assert result.warnings == [] and result.hits[0].vector_rank is not None
+
+    out.clear()
+    call_command("reembed", stdout=Lines())  # resumable: nothing left
+    assert "nothing to do" in "".join(out)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_message_embedding'")
+        assert "hnsw" in cursor.fetchone()[0]
+
+
+def test_archived_chunks_get_the_model_key(family, django_capture_on_commit_callbacks):
+    conversation = _archived_conversation(family, django_capture_on_commit_callbacks,
+                                          _filler(24))
+    assert set(ConversationChunk.objects.filter(conversation=conversation)
+               .values_list("embedding_model", flat=True)) == {model_key()}
+    assert summarization.archive_range_due(conversation=conversation, final=True) is None

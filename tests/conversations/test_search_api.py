@@ -4,7 +4,9 @@ import uuid
 
 import pytest
 
-from conversations.services import message_append
+from conversations.models import ConversationChunk, Message
+from conversations.retrieval import NO_WORDS
+from conversations.services import conversation_close, message_append
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory
 from tests.support.chunks import chunk_for
@@ -112,4 +114,73 @@ def test_search_falls_back_to_text_when_the_embedder_fails(family, settings):
     assert body["warnings"] == [
         "vector search unavailable (the embedding provider failed); ranked by text only"
     ]
-    assert [hit["content"] for hit in body["results"]] == ["Rose kept bees behind the barn."]
+    assert [hit["content"] for hit in body["results"]] == ["user: Rose kept bees behind the barn."]
+
+
+def _archived(family, capture, said):
+    """A closed conversation, archived and embedded by the real jobs (offline providers)."""
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with capture(execute=True):
+        for role, content in said:
+            message_append(conversation=conversation, role=role, content=content)
+        conversation_close(conversation=conversation)
+    return conversation
+
+
+FILLER = [("user", f"Rose was born in Dayton in 1931, nursed at St. Mary's Hospital for forty "
+                   f"years and sang alto in the Westminster church choir, part {i}.")
+          if i % 2 == 0
+          else ("assistant", "Thank you for telling me.") for i in range(30)]
+
+
+def test_a_detail_only_the_agent_said_in_an_archived_conversation_is_found(
+        family, owner_client, django_capture_on_commit_callbacks):
+    conversation = _archived(family, django_capture_on_commit_callbacks, [
+        *FILLER[:10],
+        ("user", "Do you remember what her first car was?"),
+        ("assistant", "You said it was a green 1948 Hudson she called Betsy."),
+        *FILLER[10:],
+    ])
+    chunks = ConversationChunk.objects.filter(conversation=conversation)
+    assert chunks.exists() and not any("Hudson" in c.content for c in chunks)
+
+    body = owner_client.get(_url(family.legacy.pk), {"q": "What was the Hudson called?",
+                                                      "k": 3}).json()
+
+    first = body["results"][0]
+    assert "assistant: You said it was a green 1948 Hudson she called Betsy." in first["content"]
+    assert first["conversation_id"] == str(conversation.pk)
+    assert first["message_range_start"] <= 11 < first["message_range_end"]
+    assert body["warnings"] == []
+
+
+def test_a_detail_the_summary_left_out_is_found(family, owner_client,
+                                                django_capture_on_commit_callbacks):
+    conversation = _archived(family, django_capture_on_commit_callbacks, [
+        *FILLER[:10],
+        ("user", "By the way, the spare key is kept under the blue flowerpot."),
+        ("assistant", "Under the flowerpot, noted."),
+        *FILLER[10:],
+    ])
+    chunks = ConversationChunk.objects.filter(conversation=conversation)
+    assert chunks.exists() and not any("flowerpot" in c.content for c in chunks)
+
+    body = owner_client.get(_url(family.legacy.pk), {"q": "where was the spare key",
+                                                      "k": 3}).json()
+
+    assert "user: By the way, the spare key is kept under the blue flowerpot." in \
+        body["results"][0]["content"]
+    assert body["total"] == Message.objects.filter(conversation=conversation).count() \
+        + chunks.count()
+
+
+def test_a_query_of_stop_words_answers_the_newest_units(family, owner_client):
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    message_append(conversation=conversation, role="user", content="Rose loved the lake.")
+
+    response = owner_client.get(_url(family.legacy.pk), {"q": "the of and ?!"})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["warnings"] == [NO_WORDS]
+    assert [hit["content"] for hit in body["results"]] == ["user: Rose loved the lake."]

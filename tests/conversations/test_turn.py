@@ -245,7 +245,7 @@ def test_a_provider_failure_keeps_the_user_message_and_a_retry_does_not_duplicat
     openai_llm.error(500)
     headers = {"HTTP_IDEMPOTENCY_KEY": "k-42"}
 
-    failed = owner_client.post(_url(conversation), {"content": "Anna is my sister"},
+    failed = owner_client.post(_url(conversation), {"content": "Remember: Anna is my sister"},
                                format="json", **headers)
 
     assert failed.status_code == 502
@@ -255,7 +255,7 @@ def test_a_provider_failure_keeps_the_user_message_and_a_retry_does_not_duplicat
         == ["user", "tool"]
 
     openai_llm.chat_text("Got it, Anna is your sister.")
-    retried = owner_client.post(_url(conversation), {"content": "Anna is my sister"},
+    retried = owner_client.post(_url(conversation), {"content": "Remember: Anna is my sister"},
                                 format="json", **headers)
 
     assert retried.status_code == 201
@@ -292,8 +292,12 @@ def test_the_token_budget_never_evicts_what_the_same_turn_added(
         "content": "Rose grew dahlias for the county show", "category": "context"})])
     openai_llm.chat_text("I'll remember both.")
 
-    response = owner_client.post(_url(conversation), {"content": "Remember these two things"},
-                                 format="json")
+    response = owner_client.post(
+        _url(conversation),
+        {"content": "Remember that Rose's sister is Margaret and Rose grew dahlias for the "
+                    "county show"},
+        format="json",
+    )
 
     assert response.status_code == 201
     assert [c["result"]["ok"] for c in response.json()["tool_calls"]] == [True, True]
@@ -346,7 +350,7 @@ def test_a_retry_while_the_first_request_runs_is_a_409_and_no_tool_runs_twice(fa
     def send_first() -> None:
         try:
             first["response"] = api_client_for(family.owner).post(
-                url, {"content": "Anna is my sister"}, format="json", **headers
+                url, {"content": "Remember: Anna is my sister"}, format="json", **headers
             )
         finally:
             connections.close_all()
@@ -358,7 +362,7 @@ def test_a_retry_while_the_first_request_runs_is_a_409_and_no_tool_runs_twice(fa
         time.sleep(0.02)
     assert len(openai_llm.calls("chat")) == 1, "the first request never reached the model"
 
-    retry = api_client_for(family.owner).post(url, {"content": "Anna is my sister"},
+    retry = api_client_for(family.owner).post(url, {"content": "Remember: Anna is my sister"},
                                               format="json", **headers)
 
     assert retry.status_code == 409
@@ -372,7 +376,7 @@ def test_a_retry_while_the_first_request_runs_is_a_409_and_no_tool_runs_twice(fa
     assert AgentMemory.objects.filter(user=family.owner).count() == 1
     assert _roles(conversation) == ["user", "tool", "assistant"]
 
-    done = api_client_for(family.owner).post(url, {"content": "Anna is my sister"},
+    done = api_client_for(family.owner).post(url, {"content": "Remember: Anna is my sister"},
                                              format="json", **headers)
     assert done.status_code == 200 and done.json()["replayed"] is True
     assert len(openai_llm.calls("chat")) == 2
@@ -392,7 +396,7 @@ def test_a_crash_between_a_tool_call_and_its_record_leaves_neither(family, opena
 
     monkeypatch.setattr(turn, "message_append", crash_before_the_tool_message)
     with pytest.raises(RuntimeError, match="worker killed"):
-        turn_run(conversation=conversation, content="Anna is my sister", idempotency_key="k-7")
+        turn_run(conversation=conversation, content="Remember: Anna is my sister", idempotency_key="k-7")
 
     assert not AgentMemory.objects.filter(user=family.owner).exists()
     assert _roles(conversation) == ["user"]
@@ -400,7 +404,7 @@ def test_a_crash_between_a_tool_call_and_its_record_leaves_neither(family, opena
     monkeypatch.undo()
     openai_llm.chat_tool_calls([("add_to_memory", ANNA)])
     openai_llm.chat_text("Got it.")
-    result = turn_run(conversation=conversation, content="Anna is my sister",
+    result = turn_run(conversation=conversation, content="Remember: Anna is my sister",
                       idempotency_key="k-7")
 
     assert result.assistant_message.content == "Got it."

@@ -199,8 +199,10 @@ def test_tool_calls_with_nul_in_a_turn_are_refused_and_the_turn_goes_on(
                                 "place_name": "Lake", "notes": NUL}),
     ])
     openai_llm.chat_text("I could not store that.")
+    # The user asks for both (agent_memory.write_rule), so only the NUL refuses them.
     response = owner_client.post(f"/api/ai/conversations/{conversation.pk}/turn",
-                                 {"content": "Remember the lake."}, format="json")
+                                 {"content": "Remember that Rose loved the lake, and note the "
+                                             "lake as a place."}, format="json")
 
     assert response.status_code == 201
     results = [call["result"] for call in response.json()["tool_calls"]]

@@ -123,10 +123,9 @@ def test_an_unknown_and_a_known_username_answer_the_same(family, owner_client, c
 @pytest.mark.parametrize(
     ("payload", "status", "body"),
     [
-        ({"username": "owner"}, 400, {
-            "detail": "username: You are already a member: you cannot invite yourself.",
-            "code": "invalid",
-            "errors": {"username": ["You are already a member: you cannot invite yourself."]},
+        ({"username": "owner"}, 409, {
+            "detail": "You are already a member: you cannot invite yourself.",
+            "code": "already_member",
         }),
         ({"username": "member"}, 409, {
             "detail": "That user is already a member of this legacy.", "code": "already_member",
@@ -430,7 +429,7 @@ def test_inviting_on_the_legacy_page(client, family, cousin):
     assert response.status_code == 409
     assert "That user is already a member of this legacy." in response.content.decode()
     response = client.post(url, {"username": "owner", "role": "member"})
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert "you cannot invite yourself" in response.content.decode()
     client.force_login(family.member)
     assert client.post(url, {"username": "stranger", "role": "member"}).status_code == 403

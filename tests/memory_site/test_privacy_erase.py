@@ -73,7 +73,12 @@ def test_erase_removes_exactly_the_callers_rows_and_answers_the_counts(world):
             "memberships": 2,
             "legacies_deleted": 1,
             "legacies_transferred": 1,
+            "legacies_kept": 0,
             "api_tokens": 1,
+            "sessions": 0,
+            "jobs": 0,
+            "webhook_deliveries": 0,
+            "login_records": 0,
         },
         "account_kept": "owner",
     }
@@ -274,7 +279,9 @@ def test_a_failure_midway_leaves_everything_as_it_was(family, monkeypatch, faili
     response = client.delete("/api/me/data")
 
     assert response.status_code == 500
-    assert response.json() == {"detail": "Internal server error.", "code": "error"}
+    assert response.json() == {"detail": "Internal server error.", "code": "error",
+                               "error_id": response.json()["error_id"]}
+    assert len(response.json()["error_id"]) == 12
     assert whole_state() == before
     monkeypatch.undo()
     assert client.delete("/api/me/data").status_code == 200

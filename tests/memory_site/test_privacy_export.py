@@ -142,6 +142,8 @@ def expected_export(world) -> dict:
                 "source_range_end": 2,
                 "extracted_at": iso(world.private_fact.extracted_at),
                 "updated_at": iso(world.private_fact.updated_at),
+                "superseded_by_id": None,
+                "superseded_at": None,
             },
             {
                 "id": str(world.shared_fact.pk),
@@ -154,6 +156,8 @@ def expected_export(world) -> dict:
                 "source_range_end": None,
                 "extracted_at": iso(world.shared_fact.extracted_at),
                 "updated_at": iso(world.shared_fact.updated_at),
+                "superseded_by_id": None,
+                "superseded_at": None,
             },
         ],
         "agent_memories": [

@@ -90,7 +90,7 @@ def test_every_operation_documents_its_common_errors_in_the_shared_error_body(cl
     error = {"$ref": "#/components/schemas/Error"}
     assert set(schema["components"]["schemas"]["Error"]["required"]) == {"detail", "code"}
     assert set(schema["components"]["schemas"]["Error"]["properties"]) == {
-        "detail", "code", "errors"
+        "detail", "code", "errors", "error_id"
     }
     for path, method, operation in _operations(schema["paths"]):
         responses = operation["responses"]
@@ -127,7 +127,7 @@ def test_no_answer_is_documented_as_a_plain_object(client):
 
 def test_delete_memory_is_documented_as_200_with_the_memory(client):
     operation = _schema(client)["paths"]["/api/memory/{memory_id}"]["delete"]
-    assert set(operation["responses"]) == {"200", "401", "404"}
+    assert set(operation["responses"]) == {"200", "401", "404", "429"}
     body = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/MemoryDetail"}
 

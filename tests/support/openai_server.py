@@ -10,7 +10,9 @@
                                                  # (header names lowercased)
     server.stop()
 
-Each endpoint has its own queue of scripted responses; `error`, `raw` and `delay`
+A `responder` (a callable from the request body to an assistant message) answers the chat
+calls nothing was scripted for, like a model (tests/support/model.py). Each endpoint has its
+own queue of scripted responses; `error`, `raw` and `delay`
 take `endpoint="chat"` (default) or `"embeddings"`. An empty queue answers with the
 endpoint's default (a valid JSON reply / unit vectors) unless `strict` is set, in
 which case it answers 500 so that an unexpected call fails the test.
@@ -19,6 +21,7 @@ which case it answers 500 so that an unexpected call fails the test.
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -64,6 +67,9 @@ class FakeOpenAIServer:
         self.dimensions = dimensions
         self.strict = strict
         self.requests: list[RecordedRequest] = []
+        # Answers a chat call that nothing was scripted for: body -> assistant message
+        # (tests/support/model.py's PromptFollowingModel).
+        self.responder: Callable[[Any], dict[str, Any]] | None = None
         self._queues: dict[str, list[Scripted]] = {"chat": [], "embeddings": []}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -193,6 +199,10 @@ class FakeOpenAIServer:
                 scripted = queue.pop(0) if queue else None
         if endpoint is None:
             scripted = Scripted(status=404, body=b'{"error": {"message": "no such endpoint"}}')
+        elif scripted is None and endpoint == "chat" and self.responder is not None:
+            message = self.responder(body)
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            scripted = Scripted(body=json.dumps(_completion(message, finish)).encode())
         elif scripted is None:
             scripted = (
                 Scripted(status=500, body=b'{"error": {"message": "no scripted response"}}')

@@ -3,6 +3,8 @@
 from memory_site.core.ai.base import (
     ChatReply,
     EmbeddingError,
+    ExtractedFact,
+    KnownFact,
     LLMError,
     LLMOutputError,
     SummaryExtraction,
@@ -15,6 +17,8 @@ from memory_site.core.ai.tokens import count_tokens, truncate_to_tokens
 __all__ = [
     "ChatReply",
     "EmbeddingError",
+    "ExtractedFact",
+    "KnownFact",
     "LLMError",
     "LLMOutputError",
     "SummaryExtraction",

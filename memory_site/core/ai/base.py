@@ -1,6 +1,6 @@
 """The provider interfaces and the value types that cross them."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,9 +38,22 @@ class TranscriptLine:
 
 
 @dataclass(frozen=True)
+class KnownFact:
+    """A current fact of the user's about the legacy, sent with a batch so that the provider can
+    say which one a statement corrects. `ref` is a short reference local to one call ("f1"),
+    never a database id."""
+
+    ref: str
+    content: str
+
+
+@dataclass(frozen=True)
 class ExtractedFact:
     category: str
     content: str
+    # The `ref` of the known fact this statement corrects (seed 003's "update over
+    # contradict"); None for a new fact.
+    supersedes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,10 +92,17 @@ class LLMProvider(Protocol):
         came before `window_start`."""
 
     def summarize_and_extract(
-        self, *, messages: list[TranscriptLine], legacy_name: str, aliases: Sequence[str] = ()
+        self,
+        *,
+        messages: list[TranscriptLine],
+        legacy_name: str,
+        aliases: Sequence[str] = (),
+        known_facts: Sequence[KnownFact] = (),
     ) -> SummaryExtraction:
         """Seed 000: one call that summarises a batch and extracts facts about the legacy,
-        who may also be called by any of `aliases` (first name, nickname)."""
+        who may also be called by any of `aliases` (first name, nickname). `known_facts` are
+        the user's current facts about the legacy; a returned fact whose `supersedes` names one
+        of their refs replaces it."""
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         """One chat completion with function calling; `messages` are OpenAI chat messages."""
@@ -101,8 +121,11 @@ def clean_model_text(text: str) -> str:
     return text.replace("\x00", "").strip()
 
 
-def parse_summary_extraction(data: Any) -> SummaryExtraction:
-    """Validate seed 000's JSON shape; anything else raises LLMOutputError."""
+def parse_summary_extraction(data: Any, known_refs: Collection[str] = ()) -> SummaryExtraction:
+    """Validate seed 000's JSON shape; anything else raises LLMOutputError. A fact's optional
+    `"supersedes"` is null or one of `known_refs` (the refs of the known facts sent with the
+    batch): any other value (an unknown ref, a number, an id the model made up) is malformed
+    output, so nothing of the batch is stored and the job retries."""
     if not isinstance(data, dict):
         raise LLMOutputError("expected a JSON object with 'summary' and 'facts'")
     summary = data.get("summary")
@@ -121,8 +144,16 @@ def parse_summary_extraction(data: Any) -> SummaryExtraction:
             raise LLMOutputError(f"facts[{index}].category must be one of {FACT_CATEGORIES}")
         if not isinstance(content, str) or not content.strip():
             raise LLMOutputError(f"facts[{index}].content must be a non-empty string")
+        supersedes = fact.get("supersedes")
+        if supersedes is not None and (
+            not isinstance(supersedes, str) or supersedes not in known_refs
+        ):
+            raise LLMOutputError(
+                f"facts[{index}].supersedes must be null or the ref of a known fact"
+            )
         if clean_model_text(content):
-            parsed.append(ExtractedFact(category=category, content=clean_model_text(content)))
+            parsed.append(ExtractedFact(category=category, content=clean_model_text(content),
+                                        supersedes=supersedes))
     if not clean_model_text(summary):
         raise LLMOutputError("'summary' must be a non-empty string")
     return SummaryExtraction(summary=clean_model_text(summary), facts=parsed)

@@ -44,22 +44,29 @@ class HashingEmbedder:
         self.dimensions = dimensions
 
     def _embed_one(self, text: str) -> list[float]:
-        vector = [0.0] * self.dimensions
+        # Only the few slots a text's features hash to are touched: the norm is summed over
+        # them in index order and only they are divided, which gives the same floats as doing
+        # both over the whole vector (adding or dividing a 0.0 changes nothing) in a fraction
+        # of the time (a message of 20 words touches about 40 of 1024 slots).
         counts: dict[str, int] = {}
         for feature in _features(text):
             counts[feature] = counts.get(feature, 0) + 1
+        slots: dict[int, float] = {}
         for feature, count in counts.items():
             digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
             index = int.from_bytes(digest[:4], "little") % self.dimensions
             sign = 1.0 if digest[4] & 1 else -1.0
             weight = (1.0 + math.log(count)) * (0.7 if " " in feature else 1.0)
-            vector[index] += sign * weight
-        norm = math.sqrt(sum(v * v for v in vector))
+            slots[index] = slots.get(index, 0.0) + sign * weight
+        vector = [0.0] * self.dimensions
+        norm = math.sqrt(sum(slots[i] * slots[i] for i in sorted(slots)))
         if norm == 0.0:
             # Cosine distance is undefined for a zero vector; give empty text a fixed direction.
             vector[0] = 1.0
             return vector
-        return [v / norm for v in vector]
+        for index, value in slots.items():
+            vector[index] = value / norm
+        return vector
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._embed_one(text) for text in texts]

@@ -2,7 +2,10 @@
 
 It reads the context packet's system prompt (its fenced sections, see conversations/context.py)
 to say what it has in front of it, and turns an explicit "remember that …" into an
-add_to_memory call, as seed 003's high-confidence auto-store describes. Everything else gets a
+add_to_memory call, as seed 003's high-confidence auto-store describes. Seed 003's proactive
+suggestion works by rules too: "Alec is my boss", "I prefer …" or "her favourite colour was
+blue" gets "Would you like me to remember that …?", and a "yes" to that question (which it
+reads in the replayed last turns) stores it; a "no" stores nothing. Everything else gets a
 plain acknowledgement; the same messages always give the same reply.
 """
 
@@ -23,6 +26,17 @@ _REMEMBER = re.compile(
 _FROM_NOW_ON = re.compile(r"^\s*(?:from now on|always|never)\b.+", re.IGNORECASE | re.DOTALL)
 _PREFERENCE = re.compile(r"\b(prefer|like|love|hate|always|never|from now on)\b", re.IGNORECASE)
 _UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
+OFFER_PREFIX = "Would you like me to remember that "
+_OFFER = re.compile(re.escape(OFFER_PREFIX) + r"(?P<what>.+?)\?")
+_YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please do|go ahead|do)\b", re.I)
+_NO = re.compile(r"^\s*(?:no|nope|don'?t|do not|not now)\b", re.I)
+# What is worth offering to remember: a person's role for the user, a preference, a favourite.
+_SUGGEST = re.compile(
+    r"^\s*(?P<what>(?:[A-Z][a-z]+ is my [\w' -]+?)|(?:I (?:prefer|like|love|hate) [^.!?]+?)|"
+    r"(?:(?:her|his|my) favou?rite [\w ]+? (?:was|is) [^.!?]+?))"
+    r"(?:,? by the way)?\s*[.!]?\s*$",
+    re.I,
+)
 MEMORY_CONTENT_MAX = 500
 QUOTE_WORDS = 30
 
@@ -59,6 +73,43 @@ def _remember_request(text: str) -> dict[str, str] | None:
     }
 
 
+def _agent_view(text: str) -> str:
+    """The user's words as the agent says them back: "my" → "your", "I" → "you"."""
+    text = re.sub(r"\bmy\b", "your", text, flags=re.I)
+    text = re.sub(r"\bI'?m\b", "you're", text)
+    text = re.sub(r"\bI\b", "you", text)
+    return re.sub(r"^(Her|His|Their)\b", lambda m: m.group(1).lower(), text)
+
+
+def _memory_view(text: str) -> str:
+    """The agent's words about the user as a stored memory: "your boss" → "the user's boss"."""
+    text = re.sub(r"\byou're\b", "the user is", text, flags=re.I)
+    text = re.sub(r"\byour\b", "the user's", text, flags=re.I)
+    text = re.sub(r"\byou\b", "the user", text, flags=re.I)
+    return text[0].upper() + text[1:]
+
+
+def _last_offer(earlier: list[dict[str, Any]]) -> str | None:
+    """What the agent's latest reply offered to remember, if it did."""
+    reply = next((m.get("content") or "" for m in reversed(earlier)
+                  if m.get("role") == "assistant"), "")
+    match = _OFFER.search(reply)
+    return match.group("what") if match else None
+
+
+def _confirmed_offer(earlier: list[dict[str, Any]], said: str) -> dict[str, str] | None:
+    """A "yes" to the agent's offer: the offered memory, as an add_to_memory request."""
+    what = _last_offer(earlier) if _YES.match(said) else None
+    if not what:
+        return None
+    content = _memory_view(what)[:MEMORY_CONTENT_MAX]
+    person = re.match(r"^([A-Z][a-z]+) is the user's ", content)
+    if person:
+        return {"content": content, "category": "person", "subject": person.group(1)}
+    return {"content": content,
+            "category": "preference" if _PREFERENCE.search(content) else "context"}
+
+
 def _after_tools(tool_results: list[dict[str, Any]]) -> str:
     parts = []
     for result in tool_results:
@@ -89,13 +140,19 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
     if tool_results:
         return ChatReply(content=_after_tools(tool_results))
     tool_names = {t.get("function", {}).get("name") for t in tools}
-    request = _remember_request(said)
+    request = _remember_request(said) or _confirmed_offer(messages[:last_user_index], said)
     if request is not None and "add_to_memory" in tool_names:
         return ChatReply(
             content="",
             tool_calls=[ToolCall(id="offline-call-1", name="add_to_memory",
                                  arguments=json.dumps(request, sort_keys=True))],
         )
+    if _NO.match(said) and _last_offer(messages[:last_user_index]):
+        return ChatReply(content=f"No problem, I won't store that. {OFFLINE_NOTICE}")
+    suggestion = _SUGGEST.match(said)
+    if suggestion and "add_to_memory" in tool_names:
+        what = _agent_view(" ".join(suggestion.group("what").split()))
+        return ChatReply(content=f"{OFFER_PREFIX}{what}? {OFFLINE_NOTICE}")
     memories = [line for line in _fenced(system, "memory-data") if line.startswith("- [id:")]
     # One `- [category] …` line per fact; the block's `Person:` line names the legacy.
     facts = [line for line in _fenced(system, "legacy_facts") if line.startswith("- [")]

@@ -4,10 +4,15 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
-from memory_site.core.ai.base import ExtractedFact, TranscriptLine
+from memory_site.core.ai.base import ExtractedFact, KnownFact, TranscriptLine
+from memory_site.core.language.attributes import (
+    absolute_contradicted,
+    contradiction,
+    implausible_correction,
+)
 from memory_site.core.language.kinship import LegacyReference, family_gender, legacy_for
 from memory_site.core.language.sentences import display_name, is_question, split_sentences
 from memory_site.core.language.words import (
@@ -24,7 +29,11 @@ _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
 _HEDGE = re.compile(
     r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
     r"i think|i guess|i suppose|i wonder|wonder if|i wish|not sure|imagine|supposedly|"
-    r"apparently|were here|i believe|seems|seemed to me)\b",
+    r"apparently|were here|i believe|seems|seemed to me|i reckon|reckons?|pretty sure|"
+    r"(?:can't|cannot|can not|don't|do not)\s+(?:remember|recall)|not certain|"
+    r"if i remember|from memory|or so\b|or thereabouts|something like)\b"
+    # "81 or 82", "1961 or 62": two values, the user does not know which.
+    r"|\b\d+\s+or\s+\d+\b",
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
@@ -33,12 +42,45 @@ _LEAD_IN = re.compile(
     r"i still remember(?: that| how)?)\b[,.!]?\s+",
     re.IGNORECASE,
 )
+# What a user says before correcting themselves ("Actually, …", "Hold on, I got that wrong —
+# …"); several may follow each other.
 _CORRECTION = re.compile(
     r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|correction:?|"
-    r"wait,?\s+no|no\s+wait|oops|my mistake)\b[,:.!]?\s*",
+    r"wait,?\s+no|no\s+wait|oops|my mistake|my bad|hold on|hang on|scratch that|"
+    r"i\s+got\s+(?:that|it|this)\s+wrong|i\s+was\s+wrong|i\s+made\s+a\s+mistake|"
+    r"let\s+me\s+correct\s+(?:that|myself))\b(?:\s*[,:.!;—–-])*\s*",
     re.IGNORECASE,
 )
-_NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+)?([\w'-]+)\s*\.?$", re.IGNORECASE)
+_NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+|an\s+)?([\w'-]+)(?=\s*(?:[.,;!]|$))",
+                        re.IGNORECASE)
+# A correction said after the statement: "She was born in Limerick, I got the town mixed up."
+_TRAILING_MARKER = re.compile(
+    r",\s*(?:i\s+got\s+(?:that|it|this|the\s+\w+|them)\s+(?:wrong|mixed\s+up)|i\s+was\s+wrong|"
+    r"i\s+forgot\b|i\s+mixed\s+(?:it|them|that)\s+up|my\s+mistake|sorry|"
+    r"i\s+(?:always|keep)\s+(?:forget|forgetting|leaving|leave|mixing|mix)\b|"
+    r"i\s+was\s+thinking\s+of\b)",
+    re.IGNORECASE,
+)
+# "He drove a bus, I said a taxi before but that was his brother": what was said before is
+# taken back, and the rest of the sentence is about it, not the person.
+_SAID_BEFORE_AFTER = re.compile(
+    r"\b(?:i|we)\s+(?:said|told you|wrote)\s+(?:it\s+was\s+|(?:she|he)\s+was\s+)?"
+    r"(?:an?\s+|the\s+)?(?P<old>[\w'-]+)\s+(?:before|earlier|last time|the other day)\b",
+    re.IGNORECASE,
+)
+# "I said 1961 before, but it was 1962": what follows "but" is the correction.
+_SAID_BEFORE_FIRST = re.compile(
+    r"^(?:i|we)\s+(?:said|told you|wrote)\s+(?:it\s+was\s+|(?:she|he)\s+was\s+)?"
+    r"(?:an?\s+|the\s+)?(?P<old>[\w'-]+)\s+(?:before|earlier|last time|the other day)\s*,?"
+    r"\s+but\s+",
+    re.IGNORECASE,
+)
+# A value that "not X" takes back: a year or number, an ordinal, a name, a number word.
+_VALUE_WORD = re.compile(
+    r"^(?:\d+(?:st|nd|rd|th)?|[A-Z][\w'-]*|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eldest|"
+    r"oldest|youngest|middle)$"
+)
 
 # --- categories (first match wins) ---------------------------------------------------------
 _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -110,6 +152,14 @@ _OTHER_KIN_SUBJECT = re.compile(
     rf"^(?:(?:[Mm]y|[Oo]ur|[Hh]er|[Hh]is|[Tt]heir|[Yy]our)\s+(?:[a-z]+\s+)?)?"
     rf"(?P<kin>(?i:{KIN_ANY}))s?(?![\w-]){NOT_KIN_AFTER}"
 )
+# After the person's name: "Kathleen, my sister, …" names a namesake (unless the batch ties
+# that kinship word to the person, "Rose, my mom, …").
+_NAMESAKE = re.compile(
+    r"^\s*(?:,\s*|\(\s*)(?P<who>(?:[Mm]y|[Oo]ur|[Hh]er|[Hh]is|[Tt]heir)\s+(?:[a-z]+\s+)?[a-z]+)"
+    r"\s*[,)]")
+# "Rose's mother …", "Rose's best friend …": someone else's fact.
+_KIN_AFTER_POSSESSIVE = re.compile(
+    rf"^\s+(?:[a-z]+\s+)?(?P<kin>(?i:{alternation(OTHER_PEOPLE)}))s?\b")
 _OTHER_NAMED_SUBJECT = re.compile(
     r"^([A-Z][a-z]+)(?:\s+[A-Z][a-z]+)?\s+(?:was|is|had|has|said|says|thinks|lives|went)\b"
 )
@@ -131,6 +181,16 @@ def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
         rest = body[offset:]
         match = reference.match(rest)
         if match:
+            after = rest[match.end():]
+            namesake = _NAMESAKE.match(after)
+            if namesake and not reference.match(namesake.group("who")):
+                # "Kathleen, my sister, was born in 1962": another Kathleen.
+                return _Subject("other", 0, 0, False)
+            kin = _KIN_AFTER_POSSESSIVE.match(after) if match.group(1) else None
+            if kin:
+                # "Ruby Lee's mama was a midwife" is about her mama.
+                family = FAMILY_OF.get(kin.group("kin").lower())
+                return _Subject("other", 0, 0, False, family_gender({family}) if family else None)
             return _Subject("legacy", offset, offset + match.end(), bool(match.group(1)))
         other = _OTHER_KIN_SUBJECT.match(rest)
         if other:
@@ -154,7 +214,12 @@ def _pronoun_fits(word: str, legacy: LegacyReference) -> bool:
     return female == (legacy.gender == "female")
 
 
-_TRAILING_CLAUSE = re.compile(r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b).*$", re.IGNORECASE)
+_TRAILING_CLAUSE = re.compile(
+    r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b|i\s+said\b|i\s+got\b|i\s+was\s+wrong\b|"
+    r"i\s+forgot\b|i\s+mixed\b|i\s+just\b|my\s+mistake\b|sorry\b|i\s+always\b|"
+    r"i\s+keep\b|i\s+was\s+thinking\b).*$",
+    re.IGNORECASE,
+)
 _EMPTY_ENDINGS = frozenset(["it", "that", "this", "so", "too", "did", "does", "do", "tried",
                            "was", "is", "had", "has", "one", "them", "him", "her"])
 
@@ -312,9 +377,16 @@ def _values(text: str) -> dict[str, list[str]]:
 
 
 def _taken_back(body: str) -> tuple[str, str] | None:
-    """The value a correction takes back ("1962, not 1961" → "1961") and what it says before
-    that ("1962")."""
-    match = _NOT_VALUE.search(body)
+    """The value a correction takes back ("1962, not 1961" → "1961"; "a bus, I said a taxi
+    before" → "taxi") and what it says without it ("1962", "a bus"). "Kind, not strict"
+    takes back no value: only a year, number, ordinal or name counts."""
+    said = _SAID_BEFORE_FIRST.match(body)
+    if said:
+        return said.group("old"), body[said.end():]
+    said = _SAID_BEFORE_AFTER.search(body)
+    if said and said.start() > 0:
+        return said.group("old"), body[: said.start()].rstrip().removesuffix(",")
+    match = next((m for m in _NOT_VALUE.finditer(body) if _VALUE_WORD.match(m.group(1))), None)
     if match is None:
         return None
     # The comma and spaces before "not" are trimmed here: as ",?\s*" at the pattern's start,
@@ -345,11 +417,15 @@ class _BatchFacts:
         return list(enumerate(self.facts[start:], start))
 
     def put(self, fact: ExtractedFact, index: int | None = None) -> None:
-        """Append `fact`, or put it in place of the fact at `index`."""
+        """Append `fact`, or put it in place of the fact at `index` (which then corrects the
+        known fact the replaced one corrected)."""
         if index is None:
             self.facts.append(fact)
         else:
-            self._contents[self.facts[index].content] -= 1
+            replaced = self.facts[index]
+            if fact.supersedes is None and replaced.supersedes is not None:
+                fact = replace(fact, supersedes=replaced.supersedes)
+            self._contents[replaced.content] -= 1
             self.facts[index] = fact
         self._contents[fact.content] += 1
 
@@ -378,8 +454,9 @@ def _apply_correction(found: _BatchFacts, body: str) -> bool:
     return False
 
 
-def _replace_similar(found: _BatchFacts, fact: ExtractedFact) -> None:
-    """A corrected full statement replaces the earlier fact it corrects (the most similar one)."""
+def _replace_similar(found: _BatchFacts, fact: ExtractedFact) -> bool:
+    """A corrected full statement replaces the earlier fact it corrects (the most similar one).
+    Returns whether one was similar enough."""
     words = _content_words(fact.content)
     best, best_score = None, 0.0
     for index, other in found.recent():
@@ -388,11 +465,160 @@ def _replace_similar(found: _BatchFacts, fact: ExtractedFact) -> None:
         score = len(words & other_words) / len(union) if union else 0.0
         if score > best_score:
             best, best_score = index, score
-    found.put(fact, best if best_score >= 0.3 else None)
+    if best_score < 0.3:
+        return False
+    found.put(fact, best)
+    return True
+
+
+# --- corrections of what the user said in an earlier batch (the known facts) ---------------
+
+
+def _statement_words(text: str) -> set[str]:
+    """A fact's words without its values: what two statements of one thing share."""
+    return {w for w in _content_words(text) if not any(c.isdigit() for c in w)}
+
+
+def _similarity(a: str, b: str) -> float:
+    words_a, words_b = _statement_words(a), _statement_words(b)
+    union = words_a | words_b
+    return len(words_a & words_b) / len(union) if union else 0.0
+
+
+def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> str | None:
+    """What `new` becomes when it corrects `old`, or None when it does not correct it: a value
+    `old` states and the correction takes back ("…, not 1961"), or the same attribute with
+    another value (memory_site.core.language.attributes; an occupation only when `marked`).
+    When `new` says nothing but the changed value ("Rose married in 1962" for "Rose married
+    Henry in June 1961"), `old` keeps its other words with the value replaced."""
+    found = contradiction(new, old, marked=marked)
+    if found is None:
+        if not (taken_back and re.search(rf"\b{re.escape(taken_back)}\b", old)
+                and _similarity(new, old) >= 0.3):
+            return None
+        new_values = [v for v in re.findall(r"\b\w+\b", new) if v not in old]
+        old_text = taken_back
+        new_text = new_values[-1] if new_values else None
+    else:
+        new_text, old_text = found[0].text, found[1].text
+    if (
+        new_text and old.count(old_text) == 1
+        and _statement_words(new) - {new_text.lower()} <= _statement_words(old)
+    ):
+        return old.replace(old_text, new_text, 1)
+    return new
+
+
+_CONTEXT_STOP = frozenset([
+    "that", "this", "with", "have", "were", "what", "when", "your", "about", "from", "they",
+    "them", "there", "their", "would", "could", "like", "tell", "more", "really", "just",
+    "some", "said", "know", "sounds", "lovely", "wonderful", "thank", "thanks", "sorry",
+    "actually", "remember",
+])
+
+
+def _context_words(sentence: str | None, names: set[str]) -> set[str]:
+    """The words of the sentence before a fragment that say what it is about, cut to their
+    first four letters so that "marry" meets "married"."""
+    words = re.findall(r"[a-z][a-z']{3,}", (sentence or "").lower())
+    return {w[:4] for w in words if w not in _CONTEXT_STOP and w not in names}
+
+
+def _distance(a: str, b: str) -> float:
+    """How far apart two values of one kind are: numerically for numbers, else equally far."""
+    return abs(int(a) - int(b)) if a.isdigit() and b.isdigit() else 0.0
+
+
+def _fragment_value(body: str) -> tuple[str, str] | None:
+    """The kind and the value a fragment correction states: "it was 1962" → ("year", "1962"),
+    "Limerick" → ("proper", "Limerick")."""
+    values = _values(body)
+    for kind in ("year", "number"):
+        if values[kind]:
+            return kind, values[kind][-1]
+    first = re.match(r"\s*(?:it\s+was\s+|it's\s+|in\s+)?([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)", body)
+    if first and first.group(1).split()[0] not in NOT_NAMES:
+        return "proper", first.group(1)
+    if values["proper"]:
+        return "proper", values["proper"][-1]
+    return None
+
+
+class _KnownFacts:
+    """The user's current facts sent with the batch, in the order given (most relevant or
+    recent first), and which of them the batch corrects."""
+
+    def __init__(self, known: Sequence[KnownFact], legacy_display: str):
+        self.known = list(known)
+        self.display = legacy_display
+
+    def corrected_by(self, new: str, *, marked: bool,
+                     taken_back: str | None) -> tuple[str, str] | None:
+        """(ref, content) of `new` correcting the first known fact it corrects; None if none."""
+        for fact in self.known:
+            corrected = _corrects(new, fact.content, marked=marked, taken_back=taken_back)
+            if corrected is not None:
+                return fact.ref, corrected
+        return None
+
+    def fragment(self, body: str, *, before: str | None, before_is_users: bool,
+                 names: set[str]) -> ExtractedFact | None:
+        """"Sorry, it was 1962" in a later batch: the known fact it corrects, with the value
+        replaced. Which fact: the one holding the value taken back ("…, not 1961"); else the
+        one sharing words with the sentence before ("When did she marry?"); else, when nothing
+        came before in the batch or the agent spoke last, the first known fact with a value of
+        that kind (the most relevant, then most recent). A user's own unrelated sentence
+        before it, or no value of that kind, corrects nothing (precision first)."""
+        taken_back = _taken_back(body)
+        old = taken_back[0] if taken_back else None
+        said = _fragment_value(taken_back[1] if taken_back else body)
+        if said is None:
+            return None
+        kind, new = said
+        candidates: list[tuple[KnownFact, str]] = []
+        for fact in self.known:
+            if kind == "proper":
+                targets = [t for t in _values(fact.content)["proper"] if t != self.display]
+            else:
+                targets = _values(fact.content)[kind]
+            if old:
+                targets = [t for t in targets if t == old]
+            targets = [t for t in targets if t != new]
+            if targets:
+                candidates.append((fact, targets[-1]))
+        if not candidates:
+            return None
+        context = _context_words(before, names)
+        overlaps = [len(context & _context_words(fact.content, names)) for fact, _ in candidates]
+        if old:
+            chosen = candidates[0]
+        elif context and max(overlaps) > 0:
+            chosen = candidates[overlaps.index(max(overlaps))]
+        elif before is None or not before_is_users or not _context_words(before, names):
+            # The closest value: a year is corrected to a near one far more often than to one
+            # of another decade ("1962" for "married in 1961", not for "born in 1931").
+            chosen = min(candidates, key=lambda c: _distance(c[1], new))
+        else:
+            return None
+        fact, target = chosen
+        updated = fact.content.replace(target, new, 1)
+        return ExtractedFact(category=categorize(updated), content=updated, supersedes=fact.ref)
+
+
+def _strip_markers(sentence: str) -> tuple[str, bool]:
+    """The sentence without the correction markers it starts with, and whether it had any."""
+    text = sentence.strip()
+    marked = False
+    while True:
+        stripped = _CORRECTION.sub("", text, count=1).strip()
+        if stripped == text:
+            return text, marked
+        text, marked = stripped, True
 
 
 def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
-                  aliases: Sequence[str] = ()) -> list[ExtractedFact]:
+                  aliases: Sequence[str] = (),
+                  known_facts: Sequence[KnownFact] = ()) -> list[ExtractedFact]:
     """Facts about the legacy person in what the USER said.
 
     A sentence yields a fact when its subject is the legacy person: by name or nickname
@@ -405,32 +631,50 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     had…", "maybe", "I think"), sentences about the user or someone else, and sentences whose
     object is a pronoun ("them", "it", "that") that the previous sentence does not resolve
     are skipped; a resolved one is replaced ("She grew them" after "…was the peony." →
-    "Rose grew peonies"). A correction ("Actually, it was 1962") replaces the value it
-    corrects.
+    "Rose grew peonies").
+
+    Corrections (docs/facts.md "Corrections"): a statement with a correction marker
+    ("Actually", "sorry", "no wait", "I got that wrong", "…, not 1961", "…, I said a taxi
+    before"), or one that states a single-valued attribute again with another value ("born in
+    1932" after "born in 1931"), replaces the fact it corrects: in the batch, the corrected
+    fact is not returned at all; among `known_facts` (the user's current facts, sent by the
+    pipeline), the new fact names it in `supersedes`. A fragment ("Actually, it was 1962")
+    replaces the value in the fact it corrects. A correction that matches nothing is a new
+    fact if it is a statement about the person, and nothing if it is a fragment.
     """
     legacy = legacy_for(
         legacy_name, aliases, [line.content for line in lines if line.role == "user"],
         " ".join(line.content for line in lines if line.role in ("user", "assistant")))
     reference = legacy.reference()
     mention = legacy.mention()
+    known = _KnownFacts(known_facts, legacy.display)
+    names = {w.lower() for name in (legacy_name, *aliases) for w in re.findall(r"\w+", name)}
     facts = _BatchFacts()
     focus_on_legacy = False
     previous: str | None = None
+    previous_is_users = False
     for line in lines:
         if line.role == "assistant":
             # The assistant's question sets who "she" is in the answer; its claims are not facts.
             focus_on_legacy = bool(mention.search(line.content)) or focus_on_legacy
             previous = (split_sentences(line.content) or [previous])[-1]
+            previous_is_users = False
             continue
         if line.role != "user":
             continue
         for sentence in split_sentences(line.content):
             before, previous = previous, sentence
-            correction = bool(_CORRECTION.match(sentence))
-            body = _strip_lead_in(_CORRECTION.sub("", sentence, count=1).strip())
+            before_is_users, previous_is_users = previous_is_users, True
+            stripped, correction = _strip_markers(sentence)
+            correction = correction or bool(_TRAILING_MARKER.search(stripped))
+            body = _strip_lead_in(stripped)
+            said_first = _SAID_BEFORE_FIRST.match(body)
+            if said_first:
+                # "I said 1961 before, but it was 1962": the sentence is what follows "but".
+                correction = True
             if not body:
                 continue
-            subject = _find_subject(body, reference)
+            subject = _find_subject(body[said_first.end():] if said_first else body, reference)
             about_legacy = subject.kind == "legacy" or (
                 subject.kind.startswith("pronoun:") and focus_on_legacy
                 and _pronoun_fits(subject.kind.split(":")[1], legacy)
@@ -447,8 +691,19 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 focus_on_legacy = True
             if is_question(sentence) or _HEDGE.search(body):
                 continue
-            if about_legacy:
-                resolved = _resolve_object_pronoun(body, subject.end, before, mention)
+            taken_back = _taken_back(body)
+            # "She retired in 1994, not 1993" opening a later batch: "she" is the person when
+            # the statement corrects one of their known facts (and only then); without a
+            # marker, only when it contradicts a "never"/"always" of theirs ("she flew to
+            # Perth in 1985" after "Beryl never flew anywhere").
+            correcting_only = (
+                not about_legacy and subject.kind.startswith("pronoun:")
+                and bool(known.known) and _pronoun_fits(subject.kind.split(":")[1], legacy)
+            )
+            marked_only = correction or taken_back is not None
+            if about_legacy or correcting_only:
+                statement = body[said_first.end():] if said_first else body
+                resolved = _resolve_object_pronoun(statement, subject.end, before, mention)
                 if resolved is None:
                     continue
                 content = _rewrite(resolved, subject, legacy.display)
@@ -457,16 +712,74 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 fact = ExtractedFact(category=categorize(content), content=content)
                 if fact.content in facts:
                     continue
-                taken_back = _taken_back(body)
-                if correction and taken_back and any(
-                    taken_back[0] in f.content for _, f in facts.recent()
-                ):
-                    # "She retired in 1994, not 1993": fix the value where it was said.
-                    _apply_correction(facts, body)
-                elif correction:
-                    _replace_similar(facts, fact)
-                else:
-                    facts.put(fact)
-            elif correction and facts.facts:
-                _apply_correction(facts, body)
+                if correcting_only:
+                    if not marked_only:
+                        absolute = next((k for k in known.known
+                                         if absolute_contradicted(fact.content, k.content)), None)
+                        if absolute is not None and fact.content not in facts:
+                            facts.put(replace(fact, supersedes=absolute.ref))
+                        continue
+                    found = known.corrected_by(fact.content, marked=True,
+                                               taken_back=taken_back[0] if taken_back else None)
+                    if found is not None and found[1] not in facts:
+                        facts.put(ExtractedFact(category=categorize(found[1]), content=found[1],
+                                                supersedes=found[0]))
+                    continue
+                _file_statement(facts, known, fact, body, correction=correction,
+                                taken_back=taken_back[0] if taken_back else None)
+            elif subject.kind == "none" and (correction or taken_back):
+                if facts.facts and _apply_correction(facts, body):
+                    continue
+                corrected = known.fragment(body, before=before, before_is_users=before_is_users,
+                                           names=names)
+                if corrected is not None and corrected.content not in facts:
+                    facts.put(corrected)
+    # A fact the batch corrected in place ("born in Cork … no, Limerick") may contradict a
+    # known fact too.
+    for index, fact in enumerate(facts.facts):
+        if fact.supersedes is None:
+            found = known.corrected_by(fact.content, marked=False, taken_back=None)
+            if found is not None and found[1] not in facts:
+                facts.put(ExtractedFact(category=categorize(found[1]), content=found[1],
+                                        supersedes=found[0]), index)
     return facts.facts
+
+
+def _file_statement(facts: _BatchFacts, known: _KnownFacts, fact: ExtractedFact, body: str, *,
+                    correction: bool, taken_back: str | None) -> None:
+    """File a statement about the person: in place of the batch's fact it corrects, as the
+    correction of a known fact, or as a new fact."""
+    marked = correction or taken_back is not None
+    if not marked and any(implausible_correction(fact.content, other.content)
+                          for other in [f for _, f in facts.recent()] + known.known):
+        # "Kathleen, my sister, was born in 1962" after "Kay was born in 1934": in doubt,
+        # neither a correction nor a fact.
+        return
+    if taken_back and correction and any(taken_back in f.content for _, f in facts.recent()):
+        # "Actually, she retired in 1994, not 1993": fix the value where it was said.
+        _apply_correction(facts, body)
+        return
+    for index, other in reversed(facts.recent()):
+        corrected = _corrects(fact.content, other.content, marked=marked, taken_back=taken_back)
+        if corrected is not None:
+            facts.put(replace(fact, content=corrected, category=categorize(corrected)), index)
+            return
+    if correction and _replace_similar(facts, fact):
+        return
+    found = known.corrected_by(fact.content, marked=marked, taken_back=taken_back)
+    if found is not None:
+        ref, content = found
+        if content not in facts:
+            facts.put(ExtractedFact(category=categorize(content), content=content,
+                                    supersedes=ref))
+        return
+    # "She never left Boston" … "She went to Ireland in 1980": the absolute is replaced.
+    for index, other in reversed(facts.recent()):
+        if absolute_contradicted(fact.content, other.content):
+            facts.put(fact, index)
+            return
+    for known_fact in known.known:
+        if absolute_contradicted(fact.content, known_fact.content):
+            facts.put(replace(fact, supersedes=known_fact.ref))
+            return
+    facts.put(fact)

@@ -8,7 +8,7 @@ tests/data/, are in docs/quality.md.
 from collections.abc import Sequence
 from typing import Any
 
-from memory_site.core.ai.base import ChatReply, SummaryExtraction, TranscriptLine
+from memory_site.core.ai.base import ChatReply, KnownFact, SummaryExtraction, TranscriptLine
 from memory_site.core.ai.offline.chat import offline_chat_reply
 from memory_site.core.ai.offline.facts import extract_facts
 from memory_site.core.ai.offline.summarizer import (
@@ -46,13 +46,18 @@ class ExtractiveLLM:
         )
 
     def summarize_and_extract(
-        self, *, messages: list[TranscriptLine], legacy_name: str, aliases: Sequence[str] = ()
+        self,
+        *,
+        messages: list[TranscriptLine],
+        legacy_name: str,
+        aliases: Sequence[str] = (),
+        known_facts: Sequence[KnownFact] = (),
     ) -> SummaryExtraction:
         terms = [display_name(legacy_name), *aliases]
         summary = extractive_summary(messages, self._token_limit(), terms)
         return SummaryExtraction(
             summary=summary or "The family talked without sharing details.",
-            facts=extract_facts(messages, legacy_name, aliases),
+            facts=extract_facts(messages, legacy_name, aliases, known_facts),
         )
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:

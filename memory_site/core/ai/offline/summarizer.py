@@ -1,4 +1,5 @@
-"""The offline provider's summaries: the user's most informative sentences within a token limit."""
+"""The offline provider's summaries: the user's most informative sentences within a token limit;
+the rolling summary also keeps what the agent last asked or offered, marked as the agent's."""
 
 import re
 from collections.abc import Sequence
@@ -88,19 +89,64 @@ def extractive_summary(lines: Sequence[TranscriptLine], token_limit: int = DEFAU
 
 _SUMMARY_LINE = re.compile(r"^\[(\d+)\]\s+(.+)$")
 
+# What the agent asked or offered (seed 003's proactive suggestion): the user's next "yes" or
+# "no" answers it, so the summary keeps it, marked as the agent's, above any user sentence.
+AGENT_ASKED = "The agent asked: "
+AGENT_OFFERED = "The agent offered: "
+AGENT_LINES_KEPT = 2
+_AGENT_SCORE = 10
+_OFFER = re.compile(
+    r"\b(?:(?:would|do) you (?:like|want) me to|shall I|should I|may I|can I|I could|I can|"
+    r"want me to)\b|\b(?:remember|note|save|keep|forget|update|add)\b.*\?$",
+    re.IGNORECASE,
+)
+
+
+def _agent_line(sentence: str) -> str | None:
+    """The agent's sentence as a summary line: a proposal or a question, else nothing."""
+    if _OFFER.search(sentence) and (is_question(sentence) or "I can" in sentence
+                                    or "I could" in sentence):
+        return AGENT_OFFERED + sentence
+    if is_question(sentence):
+        return AGENT_ASKED + sentence
+    return None
+
+
+def _agent_candidates(lines: Sequence[TranscriptLine]) -> list[tuple[int, int, str]]:
+    """The agent's last AGENT_LINES_KEPT questions or offers in `lines`."""
+    found = [
+        (_AGENT_SCORE, line.sequence, marked)
+        for line in lines if line.role == "assistant"
+        for sentence in split_sentences(line.content)
+        if (marked := _agent_line(sentence))
+    ]
+    return found[-AGENT_LINES_KEPT:]
+
+
+def _rescore(sentence: str, legacy_terms: Sequence[str]) -> int:
+    if sentence.startswith((AGENT_ASKED, AGENT_OFFERED)):
+        return _AGENT_SCORE
+    return sentence_score(sentence, legacy_terms)
+
 
 def rolling_summary(*, previous_summary: str | None, messages: Sequence[TranscriptLine],
                     window_start: int, token_limit: int, legacy_terms: Sequence[str] = ()) -> str:
     """Seed 002's incremental summary, offline: one `[sequence] sentence` line per kept
-    sentence, so that what falls before `window_start` can be dropped exactly."""
+    sentence, so that what falls before `window_start` can be dropped exactly. The agent's
+    latest questions and proposals (at most AGENT_LINES_KEPT) are kept first, each marked
+    "The agent asked: " or "The agent offered: "."""
     kept: list[tuple[int, int, str]] = []
     for line in (previous_summary or "").splitlines():
         match = _SUMMARY_LINE.match(line.strip())
         if match and int(match.group(1)) >= window_start:
             sentence = match.group(2)
-            kept.append((sentence_score(sentence, legacy_terms), int(match.group(1)), sentence))
+            kept.append((_rescore(sentence, legacy_terms), int(match.group(1)), sentence))
     new = [m for m in messages if m.sequence >= window_start]
-    candidates = kept + _user_candidates(new, legacy_terms)
+    agent = _agent_candidates(new)
+    if agent:
+        # Only the agent's latest questions and offers matter: older ones were answered.
+        kept = [c for c in kept if c[0] != _AGENT_SCORE]
+    candidates = kept + _user_candidates(new, legacy_terms) + agent
     chosen = _choose(candidates, token_limit, newest_first=True)
     if not chosen:
         last = max((m.sequence for m in messages), default=window_start)

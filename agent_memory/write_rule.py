@@ -1,0 +1,226 @@
+"""The write rule: a memory change the model makes in an agent turn needs the user's word in
+that turn, so that text other people wrote (a shared fact, the legacy's name) cannot change or
+delete a user's memories through their own agent.
+
+A write tool call (add_to_memory, update_memory, manage_user_memory with add_fact,
+deactivate_fact or add_poi) is carried out when the user's message of the turn
+
+1. **asks for it**: it contains a request of the call's kind — to add: "remember", "don't
+   forget", "keep in mind", "make a note", "note that", "save", "store", "from now on"; to
+   update: those or "update", "change", "correct", "actually", "no longer", "anymore"; to
+   delete: "forget", "delete", "remove", "deactivate", "erase" ("can't remember" and the like
+   are no request); or
+2. **confirms it**: it is a short yes ("yes", "yes please", "sure", "ok", "go ahead", "please
+   do", …) and the agent's previous message offered a change ("Would you like me to remember
+   …?": an offer word and a question mark); or
+3. for update_memory only, **states it**: the user's message names the memory (its subject or
+   a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
+
+and the text written comes from the user (**grounding**): at least two thirds of the words it
+adds (words of three or more letters outside a short list of function words, compared on
+their first five letters) appear in the user's message — or, when confirming, in that message
+or the offer it confirms. A deletion must name the memory: its id, its subject, or half of
+the words of its text, in those same messages.
+
+Reading (get_memory) is never held back. Everything else is refused with the reason, which
+the model reads as the tool result (code `not_confirmed`) and the turn records with the call.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from agent_memory import selectors
+from memory_site.core.errors import NotFound
+
+ADD, UPDATE, DELETE = "add", "update", "delete"
+
+# Which calls write, and what kind of change each is.
+_TOOL_KINDS = {"add_to_memory": ADD, "update_memory": UPDATE}
+_OPERATION_KINDS = {"add_fact": ADD, "add_poi": ADD, "deactivate_fact": DELETE}
+
+# Grounding: the share of added words that must come from the user's side of the turn.
+GROUNDED_SHARE = 2 / 3
+DELETE_NAMED_SHARE = 1 / 2
+_STEM = 5
+
+_ADD_WORDS = (
+    r"remember|don't forget|do not forget|keep in mind|make a note|note (?:that|this|down)"
+    r"|write (?:that|this|it) down|save|store|from now on"
+)
+_REQUESTS = {
+    ADD: re.compile(rf"\b(?:{_ADD_WORDS})\b"),
+    UPDATE: re.compile(
+        rf"\b(?:{_ADD_WORDS}|update|change|correct|actually|no longer|any ?more)\b"
+    ),
+    DELETE: re.compile(r"\b(?:forget|delete|remove|deactivate|erase)\b"),
+}
+# Not a request: "I can't remember" (to add or update), "don't forget" or "I'll never forget"
+# (to delete).
+_NEGATED = r"\b(?:can't|cannot|can not|couldn't|don't|do not|didn't|did not|won't|never|not)"
+_NOT_A_REQUEST = {
+    ADD: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?remember\b"),
+    UPDATE: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?remember\b"),
+    DELETE: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?forget\b"),
+}
+_AFFIRMATIVE = re.compile(
+    r"^(?:yes|yeah|yep|yup|sure|ok|okay|please do|please|go ahead|do it|do that|absolutely"
+    r"|of course|definitely|certainly|that's right|right|correct)\b"
+)
+_NEGATIVE = re.compile(r"\b(?:no|not|don't|do not|never|nope)\b")
+_AFFIRMATIVE_MAX_WORDS = 12
+_OFFER = re.compile(
+    r"\b(?:remember|store|save|note|keep|add|update|change|correct|forget|delete|remove)\b"
+)
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# Words that carry no content of their own (and the request words): never counted.
+FUNCTION_WORDS = frozenset((
+    "the", "and", "but", "for", "nor", "yet", "with", "from", "into", "onto", "about", "above",
+    "after", "before", "over", "under", "than", "then", "that", "this", "these", "those",
+    "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how",
+    "was", "were", "are", "is", "be", "been", "being", "has", "have", "had", "having", "does",
+    "did", "doing", "done", "will", "would", "shall", "should", "can", "could", "may", "might",
+    "must", "not", "all", "any", "both", "each", "few", "more", "most", "other", "some",
+    "such", "only", "own", "same", "very", "just", "also", "too", "she", "her", "hers", "him",
+    "his", "they", "them", "their", "theirs", "you", "your", "yours", "our", "ours", "its",
+    "it's", "i'm", "i've", "i'd", "i'll", "we're", "we've", "they're", "she's", "he's",
+    "that's", "user", "user's", "users", "remember", "forget", "please", "update", "change",
+    "memory", "memories", "store", "save", "note",
+))
+
+
+@dataclass(frozen=True)
+class TurnWords:
+    """What the user said in this turn, and the agent's message just before it (or "")."""
+
+    user_message: str
+    previous_reply: str = ""
+
+
+@dataclass(frozen=True)
+class WriteDecision:
+    allowed: bool
+    kind: str | None  # add, update, delete; None for a call that does not write
+    basis: str  # request, confirmation, statement, read; "" when refused
+    reason: str = ""
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").replace("\u2018", "'").lower().split())
+
+
+def _stems(text: str) -> set[str]:
+    stems = set()
+    for word in _WORD.findall(_normal(text)):
+        word = word.removesuffix("'s")
+        if len(word) >= 3 and word not in FUNCTION_WORDS:
+            stems.add(word[:_STEM])
+    return stems
+
+
+def write_kind(name: str, arguments: dict[str, Any]) -> str | None:
+    """ADD, UPDATE or DELETE for a call that writes; None for a read or an unknown call (the
+    tool answers those without writing)."""
+    if name == "manage_user_memory":
+        return _OPERATION_KINDS.get(arguments.get("operation"))
+    return _TOOL_KINDS.get(name)
+
+
+def _asks(kind: str, text: str) -> bool:
+    text = _NOT_A_REQUEST[kind].sub(" ", _normal(text))
+    return bool(_REQUESTS[kind].search(text))
+
+
+def _confirms(words: TurnWords) -> bool:
+    answer = _normal(words.user_message).strip(" .!")
+    offer = _normal(words.previous_reply)
+    return (
+        bool(_AFFIRMATIVE.match(answer)) and not _NEGATIVE.search(answer)
+        and len(answer.split()) <= _AFFIRMATIVE_MAX_WORDS
+        and "?" in offer and bool(_OFFER.search(offer))
+    )
+
+
+def _grounded(written: str, sources: list[str], *, before: str = "") -> bool:
+    added = _stems(written) - _stems(before)
+    if not added:
+        return True
+    known = set().union(*(_stems(text) for text in sources))
+    return len(added & known) >= GROUNDED_SHARE * len(added)
+
+
+def _names_memory(memory, sources: list[str]) -> bool:
+    said = " ".join(_normal(text) for text in sources)
+    if re.search(rf"\b{re.escape(memory.pk.lower())}\b", said):
+        return True
+    known = _stems(said)
+    if memory.subject and _stems(memory.subject) and _stems(memory.subject) <= known:
+        return True
+    words = _stems(memory.content or "")
+    return bool(words) and len(words & known) >= DELETE_NAMED_SHARE * len(words)
+
+
+def _written_text(name: str, arguments: dict[str, Any]) -> str:
+    if arguments.get("operation") == "add_poi":
+        return f"{arguments.get('place_name') or ''} {arguments.get('notes') or ''}"
+    return str(arguments.get("content") or "")
+
+
+def _refused(kind: str, why: str) -> WriteDecision:
+    return WriteDecision(
+        allowed=False, kind=kind, basis="",
+        reason=(
+            f"Held back, nothing was written: {why} A memory is changed only when the user's "
+            "own message of this turn asks for it or says yes to your offer. Tell the user what "
+            "you would change and ask; if they agree, call the tool again."
+        ),
+    )
+
+
+def write_decision(
+    *, user: AbstractBaseUser, name: str, arguments: dict[str, Any], words: TurnWords
+) -> WriteDecision:
+    """Whether the model may make this call in a turn where the user said `words`."""
+    kind = write_kind(name, arguments)
+    if kind is None:
+        return WriteDecision(allowed=True, kind=None, basis="read")
+    said = words.user_message
+    if _asks(kind, said):
+        basis, sources = "request", [said]
+    elif _confirms(words):
+        basis, sources = "confirmation", [said, words.previous_reply]
+    elif kind == UPDATE:
+        basis, sources = "statement", [said]
+    else:
+        verb = "forget" if kind == DELETE else "remember"
+        return _refused(kind, f"the user did not ask you to {verb} anything, nor confirm an "
+                              "offer to.")
+    memory = None
+    memory_id = arguments.get("memory_id") or arguments.get("fact_id")
+    if kind in (UPDATE, DELETE) and isinstance(memory_id, str):
+        try:
+            memory = selectors.active_memory_for_user(user=user, memory_id=memory_id.strip())
+        except NotFound:
+            # The tool answers not_found and writes nothing.
+            return WriteDecision(allowed=True, kind=kind, basis=basis)
+    if kind == DELETE:
+        if memory is not None and not _names_memory(memory, sources):
+            return _refused(kind, "the user's words do not name this memory.")
+        return WriteDecision(allowed=True, kind=kind, basis=basis)
+    before = f"{memory.subject or ''} {memory.content}" if memory is not None else ""
+    if basis == "statement" and not _states_change(memory, said, _written_text(name, arguments)):
+        return _refused(kind, "the user did not ask for a change to this memory.")
+    if not _grounded(_written_text(name, arguments), sources, before=before):
+        return _refused(kind, "the text to store is not what the user said.")
+    return WriteDecision(allowed=True, kind=kind, basis=basis)
+
+
+def _states_change(memory, said: str, written: str) -> bool:
+    """A statement updates a memory when it mentions the memory (its subject or a word of its
+    text) and the new text brings words the memory did not have."""
+    if memory is None:
+        return False
+    about = _stems(f"{memory.subject or ''} {memory.content}")
+    return bool(about & _stems(said)) and bool(_stems(written) - about)

@@ -1,0 +1,174 @@
+"""Quality of retrieval over earlier conversations, on the labelled set tests/data/retrieval_dev.json.
+
+Not a test. It creates a throwaway database, loads every session of the set through the real
+services (each session a conversation: messages appended, closed, archived and embedded by the
+jobs with the offline providers, sessions a week apart), asks every question through
+conversations.retrieval.search_conversations (what GET …/search and the context packet use)
+and prints, per variant of the settings, at top 5 and top 10:
+
+- words: questions whose answer words are all in the text the hits return (what the agent
+  would actually read);
+- range: questions whose evidence turn lies inside the message range of a hit;
+- tokens: the mean tiktoken count of the hits' text.
+
+    .venv/bin/python benchmarks/retrieval_quality.py [--variants baseline,window-0 …]
+"""
+
+import argparse
+import json
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings_test")
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "retrieval_dev.json"
+
+# Each variant is a set of setting overrides (and whether message units are searched).
+VARIANTS: dict[str, dict] = {
+    "baseline": {},
+    "chunks-only (before issue 11)": {"SEARCH_INCLUDE_MESSAGES": False},
+    "window-0-0": {"SEARCH_WINDOW_BEFORE": 0, "SEARCH_WINDOW_AFTER": 0},
+    "window-1-1": {"SEARCH_WINDOW_BEFORE": 1, "SEARCH_WINDOW_AFTER": 1},
+    "window-2-2": {"SEARCH_WINDOW_BEFORE": 2, "SEARCH_WINDOW_AFTER": 2},
+    "chunk-weight-0.5": {"SEARCH_CHUNK_WEIGHT": 0.5},
+    "chunk-weight-2": {"SEARCH_CHUNK_WEIGHT": 2.0},
+    "expand-names": {"SEARCH_EXPAND_NAMES": True},
+    "norm-1 (log length)": {"SEARCH_TEXT_RANK_NORMALIZATION": 1},
+    "norm-2 (length)": {"SEARCH_TEXT_RANK_NORMALIZATION": 2},
+    "norm-32 (rank/(rank+1))": {"SEARCH_TEXT_RANK_NORMALIZATION": 32},
+    "neighbours-50-tokens": {"SEARCH_NEIGHBOUR_MAX_TOKENS": 50},
+}
+
+
+def load(data: dict) -> list[dict]:
+    """Every legacy of the set with its user and one closed, archived, embedded conversation per
+    session; the sessions a week apart, the last one a day ago. Returns per legacy
+    {user, legacy, conversations}."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from conversations import services
+    from conversations.models import ConversationChunk, Message
+    from facts.services import legacy_create
+
+    loaded = []
+    now = timezone.now()
+    for entry in data["legacies"]:
+        user = get_user_model().objects.create_user(username=entry["username"], password="x")
+        legacy = legacy_create(user=user, name=entry["name"])
+        conversations = []
+        sessions = entry["sessions"]
+        for number, session in enumerate(sessions):
+            conversation = services.conversation_create(user=user, legacy=legacy,
+                                                        title=f"Session {number + 1}")
+            for message in session:
+                # Outside a transaction, each append's jobs run at once (Q_CLUSTER sync).
+                services.message_append(conversation=conversation, role=message["role"],
+                                        content=message["content"])
+            services.conversation_close(conversation=conversation)
+            at = now - timedelta(days=1 + 7 * (len(sessions) - 1 - number))
+            # A second per message, so that recency (and its ties) follow the order said.
+            for message in Message.objects.filter(conversation=conversation):
+                Message.objects.filter(pk=message.pk).update(
+                    created_at=at + timedelta(seconds=message.sequence))
+            for chunk in ConversationChunk.objects.filter(conversation=conversation):
+                ConversationChunk.objects.filter(pk=chunk.pk).update(
+                    created_at=at + timedelta(seconds=chunk.message_range_end - 1))
+            conversations.append(conversation)
+        loaded.append({"user": user, "legacy": legacy, "conversations": conversations})
+    return loaded
+
+
+def evaluate(data: dict, loaded: list[dict], ks: list[int], include_messages: bool) -> dict:
+    from conversations.models import ConversationChunk
+    from conversations.retrieval import search_conversations
+    from memory_site.core.ai import count_tokens
+
+    scores = {k: {"words": 0, "range": 0, "tokens": 0} for k in ks}
+    by_kind: dict[str, dict[int, int]] = {}
+    left_out = 0
+    for question in data["questions"]:
+        target = loaded[question["legacy"]]
+        result = search_conversations(
+            user=target["user"], legacy=target["legacy"], query=question["question"],
+            k=max(ks), include_messages=include_messages,
+        )
+        words = [w.lower() for w in question["answer_words"]]
+        evidence = [(target["conversations"][e["session"]].pk, e["sequence"])
+                    for e in question["evidence"]]
+        summaries = " ".join(ConversationChunk.objects.filter(
+            conversation_id__in=[c for c, _ in evidence]).values_list("content", flat=True)).lower()
+        if not all(w in summaries for w in words):
+            left_out += 1
+        for k in ks:
+            hits = result.hits[:k]
+            text = "\n".join(hit.content for hit in hits).lower()
+            found = all(w in text for w in words)
+            scores[k]["words"] += found
+            scores[k]["range"] += any(
+                hit.conversation_id == conversation and
+                hit.message_range_start <= sequence < hit.message_range_end
+                for hit in hits for conversation, sequence in evidence
+            )
+            scores[k]["tokens"] += count_tokens(text)
+            by_kind.setdefault(question["kind"], {}).setdefault(k, 0)
+            by_kind[question["kind"]][k] += found
+    total = len(data["questions"])
+    kinds = {kind: sum(1 for q in data["questions"] if q["kind"] == kind) for kind in by_kind}
+    return {"total": total, "scores": scores, "by_kind": by_kind, "kinds": kinds,
+            "left_out": left_out}
+
+
+def report(name: str, outcome: dict, ks: list[int]) -> str:
+    total = outcome["total"]
+    cells = []
+    for k in ks:
+        s = outcome["scores"][k]
+        kinds = " ".join(f"{kind} {outcome['by_kind'][kind][k]}/{outcome['kinds'][kind]}"
+                         for kind in sorted(outcome["kinds"]))
+        cells.append(f"@{k}: words {s['words'] / total:.0%} range {s['range'] / total:.0%} "
+                     f"tokens {s['tokens'] / total:.0f} ({kinds})")
+    return f"{name:<28} " + " | ".join(cells)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated names of VARIANTS")
+    parser.add_argument("--k", default="1,3,5,10", help="comma-separated cut-offs")
+    args = parser.parse_args()
+    os.environ.setdefault("MEMORY_TEST_DB", "retrieval_quality")
+
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test.utils import override_settings
+
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    ks = [int(k) for k in args.k.split(",")]
+    original_name = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        loaded = load(data)
+        print(f"{len(data['questions'])} questions over "
+              f"{sum(len(e['sessions']) for e in data['legacies'])} sessions")
+        for name in args.variants.split(","):
+            overrides = dict(VARIANTS[name.strip()])
+            include = overrides.pop("SEARCH_INCLUDE_MESSAGES", True)
+            with override_settings(**overrides):
+                outcome = evaluate(data, loaded, ks, include)
+            if name == "baseline":
+                print(f"answer words not all in the evidence's chunk summaries: "
+                      f"{outcome['left_out']}/{outcome['total']}")
+            print(report(name.strip(), outcome, ks))
+    finally:
+        connection.creation.destroy_test_db(original_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()

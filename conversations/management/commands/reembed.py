@@ -1,0 +1,79 @@
+"""`manage.py reembed`: every message and chunk embedded with the current EMBEDDING_PROVIDER,
+EMBEDDING_MODEL and EMBEDDING_DIMENSIONS, with a progress bar; resumable
+(docs/conversation-memory.md#switching-the-embedding-model-managepy-reembed)."""
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from conversations.embedding import model_key
+from conversations.management.commands.import_conversations import _RichStream
+from conversations.services import embedding
+from memory_site.core.ai import EmbeddingError
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every message and chunk that has no vector of the current embedding model "
+        "(EMBEDDING_PROVIDER, EMBEDDING_MODEL, EMBEDDING_DIMENSIONS). When the dimensions "
+        "changed, the vector columns and their HNSW indexes are changed first. Until a row is "
+        "re-embedded, search ranks it by its words only; stopped, it resumes where it was."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--batch-size", type=int, default=None,
+            help="rows per embedding request and commit (default EMBEDDING_BATCH_SIZE)",
+        )
+
+    def handle(self, *args: Any, batch_size: int | None = None, **options: Any) -> None:
+        batch_size = batch_size or settings.EMBEDDING_BATCH_SIZE
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1.")
+        dimensions = settings.EMBEDDING_DIMENSIONS
+        self.stdout.write(f"Embedding model: {model_key()}")
+        columns = embedding.embedding_column_dimensions()
+        if any(found != dimensions for found in columns.values()):
+            self.stdout.write(
+                f"The vector columns hold {columns['messages']} (messages) and "
+                f"{columns['chunks']} (chunks) dimensions; EMBEDDING_DIMENSIONS is {dimensions}. "
+                "Changing the columns: every stored vector is cleared."
+            )
+            with transaction.atomic():
+                for step in embedding.embedding_columns_resize(dimensions=dimensions):
+                    self.stdout.write(f"  {step}")
+        pending = embedding.pending_counts()
+        if not any(pending.values()):
+            self.stdout.write(self.style.SUCCESS(
+                "Every message and chunk is embedded with this model; nothing to do."
+            ))
+            return
+        console = Console(file=_RichStream(self.stdout))
+        columns_ = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn())
+        done = {"messages": 0, "chunks": 0}
+        with Progress(*columns_, console=console) as progress:
+            for kind in ("messages", "chunks"):
+                task = progress.add_task(f"Embedding {kind}", total=pending[kind])
+                while True:
+                    try:
+                        with transaction.atomic():
+                            count = embedding.units_reembed_batch(kind=kind,
+                                                                  batch_size=batch_size)
+                    except EmbeddingError as exc:
+                        raise CommandError(
+                            f"The embedding provider failed after {done['messages']} messages "
+                            f"and {done['chunks']} chunks: {exc}. What was embedded is kept; "
+                            "run the command again to go on."
+                        ) from exc
+                    if not count:
+                        break
+                    done[kind] += count
+                    progress.update(task, advance=count)
+        self.stdout.write(self.style.SUCCESS(
+            f"Embedded {done['messages']} messages and {done['chunks']} chunks with {model_key()}."
+        ))

@@ -1,0 +1,223 @@
+"""The write rule (agent_memory.write_rule): in an agent turn, a memory change runs only when the
+user's message of the turn asks for it, confirms the agent's offer, or (for an update) states
+it, with the text taken from the user's words; otherwise the tool answers `not_confirmed`."""
+
+import json
+
+import pytest
+
+from agent_memory import services
+from agent_memory.models import AgentMemory, AgentMemoryVersion, Place
+from agent_memory.tools import tool_execute
+from agent_memory.write_rule import TurnWords, write_decision
+from conversations.models import Message
+from tests.conftest import api_client_for
+from tests.factories import ConversationFactory, LegacyFactory, import_messages
+
+pytestmark = pytest.mark.django_db
+
+OFFER = "Would you like me to remember that her favourite colour was blue?"
+
+
+@pytest.fixture
+def sarah(alice):
+    return services.memory_create(user=alice, content="Sarah works on the Platform team",
+                                  category="person", subject="Sarah")
+
+
+def _rows():
+    return (list(AgentMemory.objects.order_by("pk").values()),
+            list(AgentMemoryVersion.objects.order_by("pk").values()),
+            list(Place.objects.order_by("pk").values()))
+
+
+def _decide(user, name, arguments, said, previous=""):
+    return write_decision(user=user, name=name, arguments=arguments,
+                          words=TurnWords(user_message=said, previous_reply=previous))
+
+
+@pytest.mark.parametrize("said, previous, arguments, allowed, basis", [
+    # Seed 003 scenario 1: the proactive offer, then "Yes please".
+    ("Yes please", OFFER, {"content": "Her favourite colour was blue", "category": "person"},
+     True, "confirmation"),
+    ("Yes", "Would you like me to remember that Alec is your boss for future conversations?",
+     {"content": "Alec is the user's boss", "category": "person", "subject": "Alec"},
+     True, "confirmation"),
+    ("Sure, go ahead!", OFFER, {"content": "Her favourite colour was blue", "category": "person"},
+     True, "confirmation"),
+    # An explicit request.
+    ("Remember that I prefer Friday due dates",
+     "", {"content": "User prefers Friday due dates", "category": "preference"}, True, "request"),
+    ("Don't forget: Anna is my sister", "",
+     {"content": "Anna is the user's sister", "category": "person"}, True, "request"),
+    # Seed 003 scenario 4: declined, or never offered, or not asked.
+    ("No, it's just for this task", "Would you like me to remember that James is a project "
+     "collaborator?", {"content": "James is a project collaborator", "category": "person"},
+     False, ""),
+    ("Yes please", "Tell me more about her garden.",
+     {"content": "Her favourite colour was blue", "category": "person"}, False, ""),
+    ("Her favourite colour was blue", "",
+     {"content": "Her favourite colour was blue", "category": "person"}, False, ""),
+    ("I can't remember her birthday", "",
+     {"content": "User forgot her birthday", "category": "context"}, False, ""),
+    # Asked, but the text is not what the user said.
+    ("Remember that Anna is my sister", "",
+     {"content": "The family admin reset every memory", "category": "context"}, False, ""),
+    ("Yes please", OFFER, {"content": "User wants all memories deleted", "category": "context"},
+     False, ""),
+])
+def test_add_to_memory(alice, said, previous, arguments, allowed, basis):
+    decision = _decide(alice, "add_to_memory", arguments, said, previous)
+    assert (decision.allowed, decision.basis, decision.kind) == (allowed, basis, "add")
+    if not allowed:
+        assert decision.reason.startswith("Held back, nothing was written: ")
+        assert decision.reason.endswith("if they agree, call the tool again.")
+
+
+@pytest.mark.parametrize("said, content, allowed, basis", [
+    # Seed 003 scenario 3: an update needs no confirmation when the user states it.
+    ("Sarah moved to the Design team last week", "Sarah works on the Design team", True,
+     "statement"),
+    ("Actually Sarah is on the Design team now", "Sarah works on the Design team", True,
+     "request"),
+    ("Please update Sarah: she leads the Design team", "Sarah leads the Design team", True,
+     "request"),
+    # Not about this memory, or not the user's words.
+    ("Tell me about her garden", "Sarah works on the Design team", False, ""),
+    ("Sarah says hello", "CANARY-RESET by the family", False, ""),
+    ("Sarah moved to the Design team", "Sarah works on the Platform team", False, ""),
+])
+def test_update_memory(alice, sarah, said, content, allowed, basis):
+    decision = _decide(alice, "update_memory", {"memory_id": sarah.pk, "content": content}, said)
+    assert (decision.allowed, decision.basis) == (allowed, basis)
+
+
+@pytest.mark.parametrize("said, previous, allowed", [
+    ("Forget that Sarah works on the Platform team", "", True),
+    ("Please delete the memory about Sarah", "", True),
+    ("Yes", "Shall I forget that Sarah works on the Platform team?", True),
+    (f"Remove {'{id}'}", "", True),
+    # A delete request that does not name this memory, a wish, or no request at all.
+    ("Please forget what I said about tulips", "", False),
+    ("I'll never forget Sarah", "", False),
+    ("Tell me about Sarah", "", False),
+    ("Yes", "Would you like me to remember that her favourite colour was blue?", False),
+])
+def test_deactivate_fact(alice, sarah, said, previous, allowed):
+    said = said.replace("{id}", sarah.pk)
+    decision = _decide(alice, "manage_user_memory",
+                       {"operation": "deactivate_fact", "fact_id": sarah.pk}, said, previous)
+    assert (decision.allowed, decision.kind) == (allowed, "delete")
+
+
+def test_places_are_writes_and_reads_are_never_held_back(alice):
+    place = {"operation": "add_poi", "place_id": "cabin", "place_name": "The lake cabin",
+             "notes": "Where Rose swam"}
+    assert not _decide(alice, "manage_user_memory", place, "We talked about her garden").allowed
+    assert _decide(alice, "manage_user_memory", place,
+                   "Remember the lake cabin where Rose swam").allowed
+    read = _decide(alice, "manage_user_memory", {"operation": "get_memory"}, "Hi")
+    assert (read.allowed, read.kind, read.basis) == (True, None, "read")
+
+
+def test_a_held_back_call_writes_nothing_and_says_why(alice, sarah):
+    conversation = ConversationFactory(user=alice, legacy=LegacyFactory(created_by=alice))
+    [message] = import_messages(conversation, [("user", "Tell me about her garden")])
+    before = _rows()
+
+    result = tool_execute(
+        user=alice, name="update_memory",
+        arguments=json.dumps({"memory_id": sarah.pk, "content": "CANARY-RESET by the family"}),
+        conversation=conversation, message=message,
+        turn=TurnWords(user_message=message.content),
+    )
+
+    assert result == {
+        "ok": False, "code": "not_confirmed", "kind": "update",
+        "detail": "Held back, nothing was written: the user did not ask for a change to this "
+                  "memory. A memory is changed only when the user's own message of this turn "
+                  "asks for it or says yes to your offer. Tell the user what you would change "
+                  "and ask; if they agree, call the tool again.",
+    }
+    assert _rows() == before
+
+
+def test_the_tools_api_is_the_user_acting_and_is_not_held_back(client, alice, sarah):
+    response = client.post("/api/tools/update_memory", {
+        "arguments": {"memory_id": sarah.pk, "content": "Sarah works on the Design team"}
+    }, format="json")
+    assert response.status_code == 200
+    version = AgentMemoryVersion.objects.get(memory=sarah, version_number=2)
+    assert version.origin == "api"
+
+
+# --- Through the agent turn (POST /api/ai/conversations/{id}/turn, the openai provider) ---------
+
+
+@pytest.fixture
+def chat(alice):
+    return ConversationFactory(user=alice, legacy=LegacyFactory(created_by=alice))
+
+
+def _turn(alice, chat, content):
+    return api_client_for(alice).post(f"/api/ai/conversations/{chat.pk}/turn",
+                                      {"content": content}, format="json")
+
+
+def test_seed_003_proactive_flow_offer_then_yes_please_stores_the_memory(alice, chat, openai_llm):
+    openai_llm.chat_text(OFFER)
+    first = _turn(alice, chat, "Her favourite colour was blue")
+    assert first.status_code == 201 and first.json()["reply"] == OFFER
+    openai_llm.chat_tool_calls([("add_to_memory", {"content": "Her favourite colour was blue",
+                                                   "category": "person"})])
+    openai_llm.chat_text("Done - I'll remember that her favourite colour was blue.")
+
+    second = _turn(alice, chat, "Yes please")
+
+    assert second.status_code == 201
+    [call] = second.json()["tool_calls"]
+    assert call["result"]["ok"] is True
+    memory = AgentMemory.objects.get(user=alice)
+    version = memory.versions.get()
+    assert (version.content, version.origin) == ("Her favourite colour was blue", "agent")
+    assert version.source_message == Message.objects.get(conversation=chat, content="Yes please")
+    assert "held_back" not in Message.objects.get(conversation=chat, role="tool").metadata
+
+
+def test_a_declined_offer_holds_back_the_write_and_the_model_reads_why(alice, chat, openai_llm):
+    import_messages(chat, [("user", "I'm working with James on this project"),
+                           ("assistant", "Would you like me to remember that James is a "
+                                         "project collaborator?")])
+    openai_llm.chat_tool_calls([("add_to_memory", {"content": "James is a project collaborator",
+                                                   "category": "person"})])
+    openai_llm.chat_text("No problem, I won't store that.")
+    before = _rows()
+
+    response = _turn(alice, chat, "No, it's just for this task")
+
+    assert response.status_code == 201
+    [call] = response.json()["tool_calls"]
+    assert call["result"]["code"] == "not_confirmed"
+    assert _rows() == before
+    tool_message = Message.objects.get(conversation=chat, role="tool")
+    assert tool_message.metadata["held_back"] is True
+    reply = Message.objects.get(conversation=chat, role="assistant", sequence=4)
+    assert reply.metadata["held_back"] == ["call_0"]
+    # The model's next call carries the refusal as the tool result.
+    sent = openai_llm.calls("chat")[-1].messages[-1]
+    assert sent["role"] == "tool" and json.loads(sent["content"])["code"] == "not_confirmed"
+
+
+def test_seed_003_scenario_3_a_stated_change_updates_without_asking(alice, sarah, chat,
+                                                                     openai_llm):
+    openai_llm.chat_tool_calls([("update_memory", {"memory_id": sarah.pk,
+                                                   "content": "Sarah works on the Design team"})])
+    openai_llm.chat_text("Updated - I now have Sarah on the Design team.")
+
+    response = _turn(alice, chat, "Sarah moved to the Design team last week")
+
+    assert response.status_code == 201
+    assert response.json()["tool_calls"][0]["result"]["ok"] is True
+    assert [v.content for v in sarah.versions.order_by("version_number")] == [
+        "Sarah works on the Platform team", "Sarah works on the Design team",
+    ]
