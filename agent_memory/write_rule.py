@@ -10,9 +10,10 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    update: those or "update", "change", "correct", "actually", "no longer", "anymore"; to
    delete: "forget", "delete", "remove", "deactivate", "erase" ("can't remember" and the like
    are no request); or
-2. **confirms it**: it is a short yes ("yes", "yes please", "sure", "ok", "go ahead", "please
-   do", …) and the agent's previous message offered a change ("Would you like me to remember
-   …?": an offer word and a question mark); or
+2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
+   "go ahead", "please do", …; at most 6 words, no question) and the agent's previous message
+   offered a change in a question of its own ("Would you like me to remember …?": an offer word
+   in a sentence ending with a question mark, not inside quotation marks); or
 3. for update_memory only, **states it**: the user's message names the memory (its subject or
    a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
 
@@ -70,7 +71,17 @@ _AFFIRMATIVE = re.compile(
     r"|of course|definitely|certainly|that's right|right|correct)\b"
 )
 _NEGATIVE = re.compile(r"\b(?:no|not|don't|do not|never|nope)\b")
-_AFFIRMATIVE_MAX_WORDS = 12
+_AFFIRMATIVE_MAX_WORDS = 6
+# What may follow the yes: more yes, politeness, "remember it". "Sure, tell me more" is no yes.
+_YES_WORDS = frozenset((
+    "yes", "yeah", "yep", "sure", "ok", "okay", "please", "do", "go", "ahead", "it", "that",
+    "thanks", "thank", "you", "of", "course", "absolutely", "definitely", "certainly", "great",
+    "lovely", "good", "idea", "remember", "save", "store", "keep", "note", "add", "right",
+    "correct", "that's", "i'd", "like", "would", "love", "to",
+))
+# A question of the reply's own: the text since the last sentence end up to a "?".
+_QUESTION = re.compile(r"[^.!?]*\?")
+_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’")
 _OFFER = re.compile(
     r"\b(?:remember|store|save|note|keep|add|update|change|correct|forget|delete|remove)\b"
 )
@@ -133,13 +144,24 @@ def _asks(kind: str, text: str) -> bool:
     return bool(_REQUESTS[kind].search(text))
 
 
+def _offers(reply: str) -> bool:
+    """The agent's reply asks to change a memory: a question of its own (not inside quotation
+    marks, where it would be quoted text such as another member's fact) with an offer word."""
+    own = _QUOTED.sub(" ", reply)
+    return any(_OFFER.search(question) for question in _QUESTION.findall(own))
+
+
 def _confirms(words: TurnWords) -> bool:
+    """A short yes and nothing else ("Yes please.", "Sure, go ahead"; not "OK, what else do you
+    know?") to an offer of the agent's."""
     answer = _normal(words.user_message).strip(" .!")
-    offer = _normal(words.previous_reply)
+    yes = _AFFIRMATIVE.match(answer)
+    rest = _WORD.findall(answer[yes.end():]) if yes else []
     return (
-        bool(_AFFIRMATIVE.match(answer)) and not _NEGATIVE.search(answer)
-        and len(answer.split()) <= _AFFIRMATIVE_MAX_WORDS
-        and "?" in offer and bool(_OFFER.search(offer))
+        yes is not None and not _NEGATIVE.search(answer)
+        and "?" not in answer and len(answer.split()) <= _AFFIRMATIVE_MAX_WORDS
+        and all(word in _YES_WORDS for word in rest)
+        and _offers(_normal(words.previous_reply))
     )
 
 

@@ -177,7 +177,7 @@ REST_FRAMEWORK = {
     ],
     # DRF's IsAuthenticated, with a clear 403 for a platform key without X-User-Id.
     "DEFAULT_PERMISSION_CLASSES": ["memory_site.platforms.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memory_site.core.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

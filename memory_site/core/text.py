@@ -29,11 +29,20 @@ def reject_nul(**fields: object) -> None:
 
 # --- Fences: stored text as data inside a prompt ------------------------------------------------
 
-# The `<` of anything shaped like an opening or closing tag (`<name`, `</name`, `< / name`), also
-# with the look-alikes a model may read as `<` (full-width and small form). Every tag, not only
+# The `<` of anything shaped like an opening or closing tag (`<name`, `</name`, `< / name`,
+# `<!--`), also with the look-alikes a model may read as `<` (full-width, small form, single
+# and mathematical angle brackets, modifier and Canadian syllabics forms). Every tag, not only
 # the fences of one prompt: a name or a message reaches several prompts with different fences.
-_TAG_START = re.compile(r"[<\uff1c\ufe64](\s*/?\s*[A-Za-z])")
+# A tag name may be written in full-width letters, so any letter counts.
+_LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u27e8\u3008\u02c2\u1438\u276e\u29fc"
+_TAG_START = re.compile(rf"[{_LESS_THAN}](\s*/?\s*(?:[^\W\d_]|!))")
 ESCAPED_LESS_THAN = "&lt;"
+# Characters that show nothing but can sit between `<` and a tag name: format characters
+# (zero-width spaces and joiners, word joiner, BOM, soft hyphen, bidi controls) and the
+# invisible combining/filler marks. They are dropped from fenced text.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+                        "\ufeff\uffa0\U000e0000-\U000e0fff]")
 
 
 def escape_tags(text: str) -> str:
@@ -43,10 +52,11 @@ def escape_tags(text: str) -> str:
 
 
 def fence_line(text: str | None) -> str:
-    """The one rule for stored text that reaches a model: folded onto one line (so that it cannot
-    start a heading, an entry or a transcript line of its own) and with every tag escaped
-    (escape_tags), so that it stays inside the fence it is put in."""
-    return escape_tags(" ".join((text or "").split()))
+    """The one rule for stored text that reaches a model: invisible characters dropped (so none
+    can hide a tag), folded onto one line (so that it cannot start a heading, an entry or a
+    transcript line of its own) and with every tag escaped (escape_tags), so that it stays
+    inside the fence it is put in."""
+    return escape_tags(" ".join(_INVISIBLE.sub("", text or "").split()))
 
 
 def fence_block(tag: str, lines: Iterable[str]) -> str:

@@ -45,7 +45,7 @@ def test_an_offline_turn_saves_both_messages_and_answers_honestly(family, owner_
         f"{OFFLINE_NOTICE} You said: “Tell me about the lake.”. I have 0 memories about you, "
         "1 fact about the person we remember and 1 note from earlier conversations. "
         "From an earlier conversation: “Rose taught the grandchildren to fish at the lake.”. "
-        "One thing I know: [hobby] Rose loved fishing. (personal)."
+        "One thing I know: “[hobby] Rose loved fishing. (personal)”."
     )
     assert body["tool_calls"] == [] and body["replayed"] is False
     assert body["token_counts"]["total"] <= body["token_counts"]["budget"]

@@ -625,6 +625,13 @@ EXPECTED: dict[str, dict[str, tuple[int, ...]]] = {
         "patch": (302, 405, 405, 405, 405, 405, 302),
         "delete": (302, 405, 405, 405, 405, 405, 302),
     },
+    "conversations:chat_end": {
+        "get": (302, 405, 405, 405, 405, 405, 302),
+        "post": (302, 404, 404, 404, 302, 404, 302),
+        "put": (302, 405, 405, 405, 405, 405, 302),
+        "patch": (302, 405, 405, 405, 405, 405, 302),
+        "delete": (302, 405, 405, 405, 405, 405, 302),
+    },
     "agent_memory:memory_list": {
         "get": (302, 200, 200, 200, 200, 200, 302),
         "post": (302, 405, 405, 405, 405, 405, 302),
@@ -869,10 +876,10 @@ def _admin_expectation(world: World, key: str, route: str) -> dict:
         row = model_admin.model.objects.order_by("pk").first()
         if key.endswith("_add") and not model_admin.has_add_permission(request):
             staff = 403
-        elif key.endswith(("_change", "_delete", "_history")) and row is None:
-            staff = 302
         elif key.endswith("_delete") and not model_admin.has_delete_permission(request, row):
             staff = 403
+        elif key.endswith(("_change", "_delete", "_history")) and row is None:
+            staff = 302
     if key == route and "(?P<url>" in route:  # the catch-all: staff are told it is not found
         staff = 404
     elif key == route:  # admin/<app>/<model>/<path:object_id>/: redirects to the change page

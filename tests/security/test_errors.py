@@ -160,3 +160,20 @@ def test_a_wrong_or_unset_token_and_a_signed_in_member_get_only_the_status(
     settings.HEALTHZ_TOKEN = token
     assert Client().get("/healthz", HTTP_AUTHORIZATION=sent).json() == {"status": "ok"}
     assert signed_in(family.owner).get("/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("path", ["/api/legacies", "conversation-messages"])
+def test_a_body_nested_too_deeply_is_a_400_and_writes_nothing(family, conversation, path):
+    """A hostile-member probe: 2,000 nested `[` made the JSON decoder recurse out (500)."""
+    client = api_client_for(family.owner)
+    if path == "conversation-messages":
+        path = f"/api/ai/conversations/{conversation.pk}/messages"
+    before = (Conversation.objects.count(), Message.objects.count())
+
+    response = client.generic("POST", path, "[" * 2000 + "]" * 2000,
+                              content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "JSON parse error - the body is nested too deeply.",
+                               "code": "parse_error"}
+    assert (Conversation.objects.count(), Message.objects.count()) == before

@@ -90,10 +90,12 @@ def _memory_view(text: str) -> str:
 
 
 def _last_offer(earlier: list[dict[str, Any]]) -> str | None:
-    """What the agent's latest reply offered to remember, if it did."""
+    """What the agent's latest reply offered to remember, if it made the offer itself: the
+    reply starts with it. An offer-shaped sentence the reply only quotes (a fact another member
+    wrote, an earlier conversation) is not the agent's offer."""
     reply = next((m.get("content") or "" for m in reversed(earlier)
                   if m.get("role") == "assistant"), "")
-    match = _OFFER.search(reply)
+    match = _OFFER.match(reply)
     return match.group("what") if match else None
 
 
@@ -170,5 +172,5 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
         note = _UNIT_LABEL.sub("", earlier[0])
         sentences.append(f"From an earlier conversation: “{_quote(note)}”.")
     if facts:
-        sentences.append(f"One thing I know: {_quote(facts[0].removeprefix('- '))}.")
+        sentences.append(f"One thing I know: “{_quote(facts[0].removeprefix('- '))}”.")
     return ChatReply(content=" ".join(sentences))
