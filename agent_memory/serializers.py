@@ -13,7 +13,7 @@ from rest_framework import serializers
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place
 from memory_site.core.ai import count_tokens
 from memory_site.core.api import ErrorSerializer, IsoDateTimeField
-from memory_site.core.strict import StrictInputSerializer, TextField
+from memory_site.core.strict import NON_SPACE, SPACE, StrictInputSerializer, TextField
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -114,8 +114,8 @@ class ToolListSerializer(serializers.Serializer):
 # Exactly the texts memory_command.command_run carries out (`/memory`, `/memory list`,
 # `/memory delete <id>`, any case, Python's whitespace between words): anything else is a 400.
 COMMAND_PATTERN = (
-    r"^\s*/[mM][eE][mM][oO][rR][yY]"
-    r"(\s+([lL][iI][sS][tT]|[dD][eE][lL][eE][tT][eE]\s+\S+))?\s*$"
+    rf"^{SPACE}*/[mM][eE][mM][oO][rR][yY]"
+    rf"({SPACE}+([lL][iI][sS][tT]|[dD][eE][lL][eE][tT][eE]{SPACE}+{NON_SPACE}+))?{SPACE}*$"
 )
 
 

@@ -129,7 +129,8 @@ def _check_source(
         if conversation is None:
             conversation = message.conversation
         elif message.conversation_id != conversation.pk:
-            raise ValidationError({"message_id": ["The message is not in that conversation."]})
+            # Not found as a pair: the schema cannot say which messages a conversation holds.
+            raise NotFound("The message is not in that conversation.")
     if conversation is not None and conversation.user_id != user.pk:
         raise ValidationError({"conversation_id": ["Not one of your conversations."]})
     return conversation

@@ -82,7 +82,8 @@ class ImportMessagesField(serializers.ListField):
     """A list of messages; its errors are keyed by the index of the bad message."""
 
     def __init__(self, **kwargs: object):
-        super().__init__(child=ImportMessageInputSerializer(), allow_empty=False, **kwargs)
+        super().__init__(child=ImportMessageInputSerializer(), allow_empty=False, min_length=1,
+                         **kwargs)
 
 
 class BatchMessagesField(ImportMessagesField):

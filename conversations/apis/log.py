@@ -234,7 +234,11 @@ class MessageBatchCreateApi(APIView):
                     "messages for the whole batch (none, or over IMPORT_MAX_BATCH) or an object "
                     "of the bad messages' errors by index.",
                     403: ROLE_403,
-                    409: "The Idempotency-Key was used for another batch; nothing written.",
+                    409: "Nothing written: the Idempotency-Key was used for another batch "
+                    "(`conflict`), or the batch's times conflict with the timeline "
+                    "(`timeline_conflict`: a `created_at` in the future, before the message "
+                    "before it or before the conversation's last message; `errors.messages` "
+                    "by index, as for a 400).",
                 },
             ),
         },

@@ -5,6 +5,7 @@ from conversations.services.deletion import conversation_delete
 from conversations.services.imports import (
     BatchIdempotencyConflict,
     BatchInvalid,
+    BatchTimelineConflict,
     ConversationImport,
     ImportMessage,
     MessageBatch,
@@ -47,6 +48,7 @@ from conversations.services.turn import (
 __all__ = [
     "BatchIdempotencyConflict",
     "BatchInvalid",
+    "BatchTimelineConflict",
     "ChatAnswer",
     "ConversationImport",
     "IDEMPOTENCY_KEY_MAX_CHARS",

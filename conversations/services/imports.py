@@ -82,8 +82,20 @@ class BatchInvalid(ApplicationError):
         )
 
 
+class BatchTimelineConflict(BatchInvalid):
+    """The batch is well formed but its times conflict with the timeline: a `created_at` in the
+    future, before the message before it, or before the conversation's last message. A 409 (the
+    schema cannot say what the clock and the stored messages allow), in the same shape."""
+
+    code = "timeline_conflict"
+    status = 409
+
+
 class BatchIdempotencyConflict(IdempotencyConflict):
     default_message = "This Idempotency-Key was already used for another batch."
+
+
+NAIVE_TIME = "Needs a UTC offset."
 
 
 def import_errors(
@@ -106,7 +118,7 @@ def import_errors(
             fields |= exc.message_dict
         at = message.created_at or now
         if timezone.is_naive(at):
-            fields["created_at"] = ["Needs a UTC offset."]
+            fields["created_at"] = [NAIVE_TIME]
         elif at > now:
             fields["created_at"] = ["Must not be in the future."]
         elif previous is not None and at < previous:
@@ -153,7 +165,11 @@ def messages_import(
             .order_by("-sequence").values_list("created_at", flat=True).first()
         )
         if errors := import_errors(messages, now=now, not_before=last_at):
-            raise BatchInvalid(errors)
+            timeline_only = all(
+                set(fields) == {"created_at"} and fields["created_at"][0] != NAIVE_TIME
+                for fields in errors.values()
+            )
+            raise (BatchTimelineConflict if timeline_only else BatchInvalid)(errors)
         state = session_state_of(locked)
         rows = []
         for index, message in enumerate(messages):

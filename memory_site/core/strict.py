@@ -26,12 +26,37 @@ _STRING_FIELDS = (
 )
 
 
+# Python's whitespace (str.split, str.strip), spelled out: `\s` differs between regex engines
+# (ECMA's, the Rust one of schema validators), Python's own set does not.
+_SPACES = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029"
+    r"\u202f\u205f\u3000"
+)
+SPACE = rf"[{_SPACES}]"
+NON_SPACE = rf"[^{_SPACES}]"
+# A character that is neither whitespace nor NUL (which the services refuse), nor half of a
+# UTF-16 surrogate pair: two halves a generator puts side by side reach the API as ONE
+# character once JSON-decoded, and the text would be shorter than the pattern counted.
+_CHAR = rf"[^{_SPACES}\u0000\ud800-\udfff]"
+
+
+def _at_least(weight: int) -> str:
+    """A regex for a run of non-space characters and inner whitespace runs worth at least
+    `weight`: a non-space character is worth one, a whitespace run and the character after
+    it two (the run folds to one space)."""
+    if weight <= 0:
+        return ""
+    if weight == 1:
+        return rf"(?:{_CHAR}|{SPACE}+{_CHAR})"
+    return rf"(?:{_CHAR}{_at_least(weight - 1)}|{SPACE}+{_CHAR}{_at_least(weight - 2)})"
+
+
 def folded_length_pattern(minimum: int) -> str:
     """A pattern (Python's `re`, as schemathesis and jsonschema read it) for text without NUL
     whose whitespace-folded form (`" ".join(text.split())`, what the services keep) has at least
-    `minimum` characters: each non-space character counts one, each inner run of whitespace
-    one."""
-    return rf"^(?=\s*(?=\S)(?:\S|\s+(?=\S)){{{minimum}}})[^\x00]*$"
+    `minimum` characters. No lookahead: generators build strings from it instead of filtering
+    (its size grows like Fibonacci(minimum), fine for the settings' single digits)."""
+    return rf"^{SPACE}*{_CHAR}{_at_least(minimum - 1)}[^\u0000]*$"
 
 
 class TextField(serializers.CharField):
@@ -44,7 +69,6 @@ class TextField(serializers.CharField):
                  too_long: str = "At most {maximum} characters.", **kwargs: Any):
         self.min_setting, self.max_setting, self.too_long = min_setting, max_setting, too_long
         kwargs.setdefault("trim_whitespace", False)
-        kwargs.setdefault("allow_blank", True)  # blank is the services' error, with their words
         super().__init__(**kwargs)
 
     @property
@@ -54,6 +78,11 @@ class TextField(serializers.CharField):
     @property
     def maximum(self) -> int:
         return getattr(settings, self.max_setting)
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if data == "":
+            return ""  # invalid in the schema; refused by the services, in their words
+        return super().run_validation(data)
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
@@ -154,7 +183,7 @@ def _body_problem(field: serializers.Field, value: Any) -> Any:
         return problems if any(problems) else None
     if isinstance(field, _STRING_FIELDS):
         if not isinstance(value, str):
-            return _message(field, "invalid") if "invalid" in field.error_messages else (
+            return _message(field, "invalid") if isinstance(field, serializers.CharField) else (
                 "Not a valid string."
             )
         if getattr(field, "max_length", None) and len(value) > field.max_length:

@@ -87,15 +87,18 @@ def test_search_in_place_then_delete_with_confirmation(browser, live_server, fam
     assert page.url.endswith("/conversations?q=rhubarb%20pie")  # htmx pushed the search
     hits = page.locator(f"#conversation-{lake.pk} ul.hits")
     expect(hits.get_by_role("link", name="messages 0–19 (summary)")).to_be_visible()
-    hit = hits.get_by_role("link", name=re.compile(r"^message #\d+$")).first
+    # A message hit is the message with its neighbours (docs/agent-side.md, "Retrieval").
+    hit = hits.get_by_role("link", name=re.compile(r"^messages? #\d+(–\d+)?$")).first
     save_screenshot(page, "conversations-page.png")
 
-    # A hit opens the transcript at its message, highlighted.
-    sequence = int(hit.inner_text().removeprefix("message #"))
+    # A hit opens the transcript at its place, highlighted.
+    first, _, last = hit.inner_text().removeprefix("messages ").removeprefix("message ")\
+        .removeprefix("#").partition("–")
     hit.click()
     expect(page.get_by_role("heading", name="Summers at the lake")).to_be_visible()
-    expect(page.locator(f"#m-{sequence}")).to_have_class(re.compile(r"\bin-range\b"))
-    expect(page.locator(f"#m-{sequence}")).to_contain_text("rhubarb pie")
+    expect(page.locator(f"#m-{first}")).to_have_class(re.compile(r"\bin-range\b"))
+    expect(page.locator(f"#m-{last or first}")).to_have_class(re.compile(r"\bin-range\b"))
+    expect(page.locator("li.in-range").filter(has_text="rhubarb pie")).not_to_have_count(0)
     page.get_by_role("link", name="My conversations").click()
 
     # Delete: the confirmation loads in place of the row and says what goes.

@@ -223,7 +223,9 @@ def test_created_at_rules(owner_client, conversation, times, index, error):
 
     response = owner_client.post(url(conversation), {"messages": messages}, format="json")
 
-    assert response.status_code == 400
+    # Well formed, but the times conflict with the clock or the timeline: a 409.
+    assert response.status_code == 409
+    assert response.json()["code"] == "timeline_conflict"
     assert response.json()["errors"] == {"messages": {index: {"created_at": [error]}}}
     assert_nothing_written(conversation)
 
@@ -233,7 +235,8 @@ def test_created_at_may_not_be_before_the_conversations_last_message(owner_clien
 
     response = owner_client.post(url(conversation), {"messages": HISTORY}, format="json")
 
-    assert response.status_code == 400
+    assert response.status_code == 409
+    assert response.json()["code"] == "timeline_conflict"
     error = {"created_at": ["Must not be before the conversation's last message."]}
     assert response.json()["errors"] == {"messages": {"0": error, "1": error, "2": error}}
     assert len(written(conversation)) == 1

@@ -874,9 +874,11 @@ def _admin_expectation(world: World, key: str, route: str) -> dict:
         request = RequestFactory().get("/admin/")
         request.user = world.users["staff"]
         row = model_admin.model.objects.order_by("pk").first()
-        if key.endswith("_add") and not model_admin.has_add_permission(request):
-            staff = 403
-        elif key.endswith("_delete") and not model_admin.has_delete_permission(request, row):
+        forbidden = (
+            (key.endswith("_add") and not model_admin.has_add_permission(request))
+            or (key.endswith("_delete") and not model_admin.has_delete_permission(request, row))
+        )
+        if forbidden:
             staff = 403
         elif key.endswith(("_change", "_delete", "_history")) and row is None:
             staff = 302

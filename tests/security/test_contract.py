@@ -42,6 +42,9 @@ def _schemathesis(name: str, base_url: str, headers: list[str], workdir: Path, *
         "--workers", "1",
         "--request-timeout", "30",
         "--generation-database", "none",
+        # The API reads JSON as UTF-8: no lone surrogates, which a JSON decoder pairs up and
+        # the schema's patterns would count apart.
+        "--generation-codec", "utf-8",
         "--no-color",
         *filters,
     ]
@@ -90,8 +93,13 @@ def test_the_api_keeps_its_contract(live_server, world, platform_headers, tmp_pa
     runs = [
         ("token", _schemathesis("token", live_server.url, [f"Authorization: Token {token}"], tmp_path,
                                 "--exclude-operation-id", ERASE)),
+        # The key's own path through authentication, on every operation: fuzzing and stateful
+        # (the token run covers the schema's boundaries). Creating a webhook is left out: its
+        # URL must resolve to public addresses, which no schema can say (docs/security.md).
         ("platform key", _schemathesis("platform", live_server.url, platform_headers, tmp_path,
                                        "--exclude-operation-id", ERASE,
+                                       "--exclude-operation-id", "platform_webhooks_create",
+                                       "--phases", "fuzzing,stateful",
                                        max_examples=max(1, MAX_EXAMPLES // 2))),
         ("erase", _schemathesis("erase", live_server.url, [f"Authorization: Token {token}"], tmp_path,
                                 "--include-operation-id", ERASE, max_examples=2)),
