@@ -34,10 +34,8 @@ _SPACES = (
 )
 SPACE = rf"[{_SPACES}]"
 NON_SPACE = rf"[^{_SPACES}]"
-# A character that is neither whitespace nor NUL (which the services refuse), nor half of a
-# UTF-16 surrogate pair: two halves a generator puts side by side reach the API as ONE
-# character once JSON-decoded, and the text would be shorter than the pattern counted.
-_CHAR = rf"[^{_SPACES}\u0000\ud800-\udfff]"
+# A character that is neither whitespace nor NUL (which the services refuse).
+_CHAR = rf"[^{_SPACES}\u0000]"
 
 
 def _at_least(weight: int) -> str:
