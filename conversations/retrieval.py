@@ -369,14 +369,17 @@ def _lists(kind: str, *, vector: str | None, text: bool, loops: bool,
     index with a LIMIT. `vector` is "exact", "hnsw" or None."""
     source, scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                      else ("{chunks}", _CHUNK_SCOPE))
-    head = f"SELECT %(list)s AS list, '{kind}' AS kind, id FROM "
+
+    def head(name: str) -> str:
+        return f"SELECT '{name}' AS list, '{kind}' AS kind, id FROM "
+
     lists = []
     if vector == "exact":
         # MATERIALIZED: the distance of every unit in scope (the scope is small), so that no
         # index can answer: an HNSW scan without iterative scans applies the scope after its
         # ef_search neighbours and would lose rows.
         lists.append(
-            head.replace("%(list)s", "'vector'") +
+            head("vector") +
             f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d FROM {source} m, q "
             f"WHERE {scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL) "
             "SELECT id FROM s ORDER BY d, id LIMIT %(n)s) AS v"
@@ -384,28 +387,28 @@ def _lists(kind: str, *, vector: str | None, text: bool, loops: bool,
     elif vector == "hnsw":
         # The HNSW index with an iterative scan: it reads on until it has n rows in scope.
         lists.append(
-            head.replace("%(list)s", "'vector'") +
+            head("vector") +
             f"(SELECT m.id FROM {source} m WHERE {scope} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding <=> (SELECT v FROM q) LIMIT %(n)s) AS v"
         )
     if text:
         # The GIN index finds the matches; only they are ranked.
         lists.append(
-            head.replace("%(list)s", "'text'") +
+            head("text") +
             f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.tsq "
             "ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
             "m.created_at DESC, m.id LIMIT %(n)s) AS t"
         )
     if loops:
         lists.append(
-            head.replace("%(list)s", "'loop'") +
+            head("loop") +
             f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.loop_tsq "
             "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS l"
         )
     if recent and kind == "message":
         # The newest messages of the newest conversations, each read backwards from its end.
         lists.append(
-            head.replace("%(list)s", "'recent'") +
+            head("recent") +
             f"(SELECT x.id FROM unnest(%(newest)s::uuid[]) AS nc(id) "
             f"CROSS JOIN LATERAL (SELECT m.id, m.created_at FROM {source} m "
             "WHERE m.conversation_id = nc.id AND m.role IN ('user', 'assistant') "
@@ -414,7 +417,7 @@ def _lists(kind: str, *, vector: str | None, text: bool, loops: bool,
         )
     elif recent:
         lists.append(
-            head.replace("%(list)s", "'recent'") +
+            head("recent") +
             f"(SELECT m.id FROM {source} m WHERE {scope} "
             "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS r"
         )
