@@ -228,20 +228,8 @@ def _history_refusal(request: HttpRequest, memory: AgentMemory, status: int,
 def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
     """Bring back an earlier text as a new version: a deleted memory (its last text, or the
     version asked for), or an earlier version of an active one."""
-    memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
-    form = RestoreForm(request.POST)
-    if not form.is_valid():
-        return _history_refusal(request, memory, 400, form=form)
-    try:
-        update = services.memory_restore(user=request.user, memory=memory,
-                                         version_number=form.cleaned_data["version"],
-                                         origin=ChangeOrigin.DASHBOARD)
-    except services.SubjectConflict as exc:
-        return _history_refusal(request, memory, 409, conflict=exc.memory)
-    except ValidationError as exc:
-        return _history_refusal(request, memory, 400, refusal=" ".join(exc.messages))
-    return _history_answer(request, memory.pk,
-                           f"Restored as version {update.version}: '{update.new_content}'.")
+    return _version_write(request, memory_id, services.memory_restore, lambda update: (
+        f"Restored as version {update.version}: '{update.new_content}'."))
 
 
 @login_required
@@ -250,24 +238,32 @@ def memory_revert(request: HttpRequest, memory_id: str) -> HttpResponse:
     """Undo the latest change of a memory in one click (the agent's, typically): a new version
     with the text before it, the memory deleted when the change was its creation, or a deleted
     memory restored. History is added to, never rewritten."""
+    return _version_write(request, memory_id, services.memory_revert, _revert_confirmation)
+
+
+def _revert_confirmation(revert) -> str:
+    if revert.action == "deleted":
+        return (f"Undone: '{revert.content}' is deleted again; its history stays, and you can "
+                "restore it.")
+    return f"Undone: version {revert.version} has the text '{revert.content}'."
+
+
+def _version_write(request: HttpRequest, memory_id: str, write, confirm) -> HttpResponse:
+    """A dashboard write to a memory's history (restore or revert, the version in the form):
+    the history page answers the confirmation, or the refusal with its status."""
     memory = selectors.memory_for_user(user=request.user, memory_id=memory_id)
     form = RestoreForm(request.POST)
     if not form.is_valid():
         return _history_refusal(request, memory, 400, form=form)
     try:
-        revert = services.memory_revert(user=request.user, memory=memory,
-                                        version_number=form.cleaned_data["version"],
-                                        origin=ChangeOrigin.DASHBOARD)
+        result = write(user=request.user, memory=memory,
+                       version_number=form.cleaned_data["version"],
+                       origin=ChangeOrigin.DASHBOARD)
     except services.SubjectConflict as exc:
         return _history_refusal(request, memory, 409, conflict=exc.memory)
     except ValidationError as exc:
         return _history_refusal(request, memory, 400, refusal=" ".join(exc.messages))
-    if revert.action == "deleted":
-        confirmation = (f"Undone: '{revert.content}' is deleted again; its history stays, "
-                        "and you can restore it.")
-    else:
-        confirmation = f"Undone: version {revert.version} has the text '{revert.content}'."
-    return _history_answer(request, memory.pk, confirmation)
+    return _history_answer(request, memory.pk, confirm(result))
 
 
 # --- Places of interest (seed 001) -------------------------------------------------------------

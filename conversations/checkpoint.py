@@ -44,10 +44,11 @@ def last_turns(*, conversation: Conversation, turns: int) -> list[list[Message]]
     return grouped
 
 
-def recent_turn_summaries(*, conversation: Conversation) -> list[str]:
-    """Seed 004's `recent_turn_summaries[]`: one compressed line per recent turn."""
+def recent_turn_summaries(*, turns: list[list[Message]]) -> list[str]:
+    """Seed 004's `recent_turn_summaries[]`: one compressed line per recent turn (`turns` as
+    last_turns reads them)."""
     lines = []
-    for turn in last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS):
+    for turn in turns:
         said = [f"{m.role}: {_preview(m.content)}" for m in turn if m.role != Message.Role.TOOL]
         tools = sum(1 for m in turn if m.role == Message.Role.TOOL)
         lines.append(" → ".join(said) + (f" ({tools} tool call(s))" if tools else ""))

@@ -60,14 +60,19 @@ class ContextPacket:
     sections: list[Section]
     messages: list[Message]
     latest_content: str | None  # the latest message's content as sent (possibly truncated)
-    # The first message of the raw turns: messages from here on are cut last.
-    raw_from_sequence: int | None
+    # The last CONTEXT_RAW_TURNS turns as read (tool messages included): replayed messages from
+    # the first of them on are cut last.
+    raw_turns: list[list[Message]]
     compiled_at: datetime
     cuts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     query: str = ""
 
     # --- What the packet shows, read from its sections' rows (nothing is parsed back) ---
+
+    @property
+    def raw_from_sequence(self) -> int | None:
+        return first_sequence(self.raw_turns)
 
     @property
     def memories(self) -> list[AgentMemory]:
@@ -108,7 +113,7 @@ class ContextPacket:
 
     @cached_property
     def recent_turn_summaries(self) -> list[str]:
-        return checkpoint.recent_turn_summaries(conversation=self.conversation)
+        return checkpoint.recent_turn_summaries(turns=self.raw_turns)
 
     @cached_property
     def last_response_type(self) -> str | None:
@@ -149,7 +154,13 @@ class ReplayedMessages:
 
     summary: ConversationMemory | None
     messages: list[Message]
-    raw_from_sequence: int | None  # the first message of the raw turns; None without any
+    raw_turns: list[list[Message]]  # the checkpoint's last turns, read once for the packet
+
+
+
+def first_sequence(turns: list[list[Message]]) -> int | None:
+    """The first message of the raw turns; None without any."""
+    return turns[0][0].sequence if turns else None
 
 
 def context_messages(conversation: Conversation) -> ReplayedMessages:
@@ -160,7 +171,7 @@ def context_messages(conversation: Conversation) -> ReplayedMessages:
     summary = latest_completed_rolling_summary(conversation=conversation)
     messages = Message.objects.filter(conversation=conversation, role__in=REPLAYED_ROLES)
     turns = checkpoint.last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS)
-    raw_from = turns[0][0].sequence if turns else None
+    raw_from = first_sequence(turns)
     if summary is not None:
         start = summary.end_sequence + 1
     else:
@@ -168,10 +179,10 @@ def context_messages(conversation: Conversation) -> ReplayedMessages:
         start = min((m.sequence for m in recent), default=None)
     if start is None or (raw_from is not None and raw_from < start):
         start = raw_from
-    replayed = [] if start is None else list(
+    messages_replayed = [] if start is None else list(
         messages.filter(sequence__gte=start).order_by("sequence")
     )
-    return ReplayedMessages(summary=summary, messages=replayed, raw_from_sequence=raw_from)
+    return ReplayedMessages(summary=summary, messages=messages_replayed, raw_turns=turns)
 
 
 def _retrieve(
@@ -247,7 +258,7 @@ def build_context(
     ]
     packet = ContextPacket(
         conversation=conversation, sections=sections, messages=messages, latest_content=None,
-        raw_from_sequence=replayed.raw_from_sequence, compiled_at=compiled_at,
+        raw_turns=replayed.raw_turns, compiled_at=compiled_at,
         warnings=warnings, query=query,
     )
     _fit_budget(packet)
