@@ -566,6 +566,7 @@ def archive(*, messages: int) -> dict[str, float]:
     process (one worker's work); the seconds of each and what was archived and embedded."""
     from django.conf import settings
     from django.core.management import call_command
+    from django.db import connection
     from django.test import override_settings
 
     from conversations import tasks
@@ -577,6 +578,10 @@ def archive(*, messages: int) -> dict[str, float]:
             "messages": [{"role": "user" if i % 2 == 0 else "assistant",
                           "content": _sentence(rng, "user" if i % 2 == 0 else "assistant")}
                          for i in range(messages)]}
+    # A worker keeps its connection for DB_CONN_MAX_AGE (60 s by default), not the test
+    # settings' 0, under which django-q2's broker reconnects at every job queued.
+    connection.close()
+    connection.settings_dict["CONN_MAX_AGE"] = int(os.environ.get("DB_CONN_MAX_AGE", 60))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "history.jsonl"
         path.write_text(json.dumps(line) + "\n")
@@ -604,6 +609,8 @@ def archive(*, messages: int) -> dict[str, float]:
     tiled = [start for start, _ in ranges] == ends[:-1]
     embedded = (Message.objects.filter(conversation=conversation, embedding__isnull=False).count()
                 if embeds else None)
+    connection.close()
+    connection.settings_dict["CONN_MAX_AGE"] = 0
     return {"import s": import_seconds, "summarise s": summarized, "jobs s": jobs_seconds,
             "total s": import_seconds + jobs_seconds, "archived to": ends[-1] if tiled else -1,
             "embedded": embedded, "messages": messages}

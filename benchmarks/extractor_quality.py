@@ -6,8 +6,9 @@ test_providers.py) and then FAMILIES_SET (issue 10's set, no floor yet).
 
 Each conversation goes through `ExtractiveLLM().summarize_and_extract` batch by batch and
 session by session, as the pipeline sends it: a conversation without "batches" is one batch;
-each batch gets the kinship aliases computed from the user's messages of its session up to
-the batch's end (as conversations.services.summarization does) and the facts that are current
+each batch gets the set's aliases with the short forms of the legacy's first names, and the
+kinship aliases computed from the user's messages of its session up to the batch's end (as
+conversations.services.summarization does) and the facts that are current
 so far as `known_facts` ("f1", "f2", … in the order they were filed). A returned fact whose
 `supersedes` names one of those refs replaces that fact; a returned fact that repeats a current
 one word for word (case and punctuation ignored) is not added, as the facts app does not add
@@ -140,7 +141,13 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.core.ai.base import KnownFact, TranscriptLine
     from memory_site.core.language.kinship import kinship_aliases
+    from memory_site.core.language.names import short_forms
+    from memory_site.core.language.sentences import display_name
 
+    # As conversations.services.summarization.legacy_aliases does: the set's aliases (first
+    # name, nickname) and the short forms of the legacy's first names ("Gene" for Eugene).
+    names = [*conversation["aliases"], *short_forms(
+        [display_name(conversation["legacy_name"]), *conversation["aliases"]])]
     current: list[Any] = []
     for session_number, session in enumerate(_sessions(conversation), start=1):
         lines = [TranscriptLine(sequence=i, role=m["role"], content=m["content"])
@@ -150,12 +157,12 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
             # As the pipeline does: the kinship words that mean the person, from all the user
             # said in this conversation up to the batch's end.
             kin = kinship_aliases([line.content for line in lines[:end] if line.role == "user"],
-                                  conversation["legacy_name"], conversation["aliases"])
+                                  conversation["legacy_name"], names)
             known = [KnownFact(ref=f"f{i + 1}", content=fact.content)
                      for i, fact in enumerate(current)]
             result = provider.summarize_and_extract(
                 messages=lines[start:end], legacy_name=conversation["legacy_name"],
-                aliases=[*conversation["aliases"], *kin], known_facts=known,
+                aliases=[*names, *kin], known_facts=known,
             )
             report.batches += 1
             current = apply_extraction(current, known, result.facts, report,

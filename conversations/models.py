@@ -6,8 +6,9 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from django.db.models import F, Func, Q
+from django.db.models.functions import Cast
+from pgvector.django import BitField, HnswIndex, VectorField
 
 # The text search configuration of the stored tsvector columns. It is part of the schema (a
 # generated column), so it is fixed here rather than read from the environment;
@@ -31,6 +32,24 @@ def _embedding() -> VectorField:
     """NULL until embedded (a message is embedded by a job after it is appended; any vector
     after `manage.py reembed` changed the dimensions)."""
     return VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+
+
+def _embedding_bits() -> models.GeneratedField:
+    """The embedding's sign bits (pgvector's binary_quantize), computed by PostgreSQL whenever
+    the vector is written and stored: 128 bytes for 1,024 dimensions instead of 4 kB, so that
+    the search finds its vector candidates by Hamming distance over these (an index-only scan,
+    or their HNSW index) and re-ranks only the best of them by exact cosine distance."""
+    return models.GeneratedField(
+        expression=Cast(Func(F("embedding"), function="binary_quantize", output_field=BitField()),
+                        output_field=BitField(length=settings.EMBEDDING_DIMENSIONS)),
+        output_field=BitField(length=settings.EMBEDDING_DIMENSIONS, null=True),
+        db_persist=True,
+    )
+
+
+def _bits_hnsw(name: str) -> HnswIndex:
+    return HnswIndex(name=name, fields=["embedding_bits"], m=16, ef_construction=64,
+                     opclasses=["bit_hamming_ops"])
 
 
 def _embedding_model() -> models.CharField:
@@ -122,16 +141,24 @@ class Message(models.Model):
     # Retrieval (conversations.retrieval): every user and assistant message is a unit.
     embedding = _embedding()
     embedding_model = _embedding_model()
+    embedding_bits = _embedding_bits()
     search_vector = _search_vector()
 
     class Meta:
         ordering = ["conversation", "sequence"]
         indexes = [
-            # The units in scope and how many are embedded with which model, read from the
-            # index alone; and the newest units of a conversation (recency candidates).
+            # The units in scope embedded with a model, with their sign bits: the exact
+            # Hamming scan of a scope is an index-only scan of this index.
             models.Index(
                 fields=["conversation", "embedding_model", "sequence"],
+                include=["id", "embedding_bits"],
                 condition=Q(role__in=UNIT_ROLES), name="ix_message_units",
+            ),
+            # Messages that are not units (system, tool): few, so that the units of a
+            # conversation are its message_count minus these, without counting the units.
+            models.Index(
+                fields=["conversation"], condition=~Q(role__in=UNIT_ROLES),
+                name="ix_message_non_units",
             ),
             # What the embedding sweep looks for: units not embedded yet.
             models.Index(
@@ -139,10 +166,10 @@ class Message(models.Model):
                 name="ix_message_unembedded",
             ),
             GinIndex(fields=["search_vector"], name="ix_message_search_vector"),
-            HnswIndex(
-                name="ix_message_embedding", fields=["embedding"], m=16, ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            # No HNSW index on the full vectors: the search finds candidates by the sign bits
+            # and reads full vectors by primary key only (migration 0007 dropped it; it cost
+            # every embedded message most of its write time).
+            _bits_hnsw("ix_message_embedding_bits"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -236,6 +263,7 @@ class ConversationChunk(models.Model):
     content = models.TextField()
     embedding = _embedding()
     embedding_model = _embedding_model()
+    embedding_bits = _embedding_bits()
     search_vector = _search_vector()
     message_range_start = models.PositiveIntegerField()
     message_range_end = models.PositiveIntegerField()
@@ -253,6 +281,7 @@ class ConversationChunk(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
+            _bits_hnsw("ix_chunk_embedding_bits"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -11,6 +11,12 @@ from django_q.models import OrmQ
 from django_q.signing import BadSignature, SignedPackage
 from django_q.tasks import async_task
 
+# The memory jobs' successes are not saved as django-q2 result rows: nothing reads them (a
+# job's effects are the rows it writes; an archive failure is in the conversation's
+# archive_error and the logs), and with Q_SAVE_LIMIT each save reads and locks every saved
+# success to prune one (docs/benchmarks.md, "Scale"). A job that raises is still saved.
+JOB_RESULTS_SAVED = False
+
 SUMMARIZE_TASK = "conversations.tasks.summarize_conversation"
 # One name per conversation, so that the sweep can tell which conversations have a job queued.
 SUMMARIZE_TASK_NAME_PREFIX = "summarize:"
@@ -23,11 +29,11 @@ def enqueue_summarization(*, conversation_id: UUID | str, respect_backoff: bool 
     are backing off; the sweep and a job's follow-up pass `respect_backoff` and leave alone
     what is waiting out its backoff (docs/conversation-memory.md)."""
     # `sync` is passed explicitly so that it follows the settings at call time (django-q2
-    # reads its own copy once at import).
+    # reads its own copy once at import). `save`: see JOB_RESULTS_SAVED.
     async_task(
         SUMMARIZE_TASK, str(conversation_id), respect_backoff=respect_backoff,
         task_name=f"{SUMMARIZE_TASK_NAME_PREFIX}{conversation_id}", group="conversation-memory",
-        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+        sync=bool(settings.Q_CLUSTER.get("sync", False)), save=JOB_RESULTS_SAVED,
     )
 
 
@@ -41,7 +47,7 @@ def enqueue_embedding(*, conversation_id: UUID | str) -> None:
     async_task(
         EMBED_TASK, str(conversation_id),
         task_name=f"{EMBED_TASK_NAME_PREFIX}{conversation_id}", group="conversation-memory",
-        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+        sync=bool(settings.Q_CLUSTER.get("sync", False)), save=JOB_RESULTS_SAVED,
     )
 
 

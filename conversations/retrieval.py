@@ -82,8 +82,10 @@ class SearchResult:
     total: int
     # Set when a part of the ranking was unavailable, e.g. the embedding provider failed.
     warnings: list[str] = field(default_factory=list)
-    # How the vector lists were read: "exact", "hnsw" (iterative index scan), "hnsw+exact"
-    # (an index scan stopped short and the exact scan completed it) or "none".
+    # How the vector lists were read (conversations.retrieval._vector_scan): "exact" (cosine
+    # of every unit in scope), "bits" (Hamming distance of every unit's sign bits, the nearest
+    # re-ranked by cosine), "hnsw" (the sign bits' HNSW index, iterative scan, re-ranked),
+    # "hnsw+bits" (an index scan stopped short and the Hamming scan completed it) or "none".
     vector_scan: str = "none"
 
 
@@ -205,6 +207,11 @@ def query_tsquery(query: str, *, legacy: Legacy | None = None) -> str:
     return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
 
 
+def all_words_tsquery(tsquery: str) -> str:
+    """The words of query_tsquery's OR-ed `tsquery` AND-ed: a unit that holds all of them."""
+    return tsquery.replace("' | '", "' & '")
+
+
 # --- The scope ----------------------------------------------------------------------------------
 
 
@@ -262,20 +269,27 @@ class Scope:
         return chosen
 
 
+# No unit is counted: a conversation's units are its message_count (sequences are gap-free
+# and messages are never deleted one by one) minus its messages that are not units, read from
+# the small partial index ix_message_non_units; of them, those without a vector of the current
+# model are read from ix_message_units as two ranges around the current model's key (after
+# the embedding job, none or a few). Chunks are a twentieth of the units and are counted.
 _SCOPE_SQL = """
+WITH c AS MATERIALIZED (
+  SELECT c.conversation_id, count(*) AS chunks,
+         count(*) FILTER (WHERE c.embedding_model = %(model)s
+                          AND c.embedding IS NOT NULL) AS chunks_embedded
+  FROM {chunks} c WHERE c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s
+  GROUP BY c.conversation_id)
 SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS excluded,
-       (SELECT count(*) FROM {messages} m
-        WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')) AS units,
+       v.message_count - (SELECT count(*) FROM {messages} m
+        WHERE m.conversation_id = v.id AND NOT (m.role IN ('user', 'assistant'))) AS units,
        (SELECT count(*) FROM {messages} m
         WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')
-          AND m.embedding_model = %(model)s) AS embedded,
-       (SELECT count(*) FROM {chunks} c
-        WHERE c.conversation_id = v.id AND c.user_id = v.user_id
-          AND c.legacy_id = v.legacy_id) AS chunks,
-       (SELECT count(*) FROM {chunks} c
-        WHERE c.conversation_id = v.id AND c.user_id = v.user_id AND c.legacy_id = v.legacy_id
-          AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL) AS chunks_embedded
+          AND (m.embedding_model < %(model)s OR m.embedding_model > %(model)s)) AS other,
+       c.chunks, c.chunks_embedded
 FROM {conversations} v
+LEFT JOIN c ON c.conversation_id = v.id
 WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
 ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 """
@@ -302,8 +316,9 @@ def search_scope(
         rows = cursor.fetchall()
     return Scope(
         conversations=[
-            _Conversation(id=row[0], message_count=row[1], units=row[4], embedded=row[5],
-                          chunks=row[6], chunks_embedded=row[7])
+            _Conversation(id=row[0], message_count=row[1], units=row[4],
+                          embedded=row[4] - row[5], chunks=row[6] or 0,
+                          chunks_embedded=row[7] or 0)
             for row in rows if not row[3]
         ],
         # Django reads jsonb as text and leaves decoding to JSONField.
@@ -336,7 +351,9 @@ def iterative_scans_supported() -> bool:
 # The query's vector and tsqueries, sent once and read by every list through the CTE `q`
 # (NULL when absent: no vector, or no words).
 _QUERY_CTE = """
-q AS MATERIALIZED (SELECT %(vec)s::vector AS v, NULLIF(%(tsq)s, '')::tsquery AS tsq,
+q AS MATERIALIZED (SELECT %(vec)s::vector AS v, binary_quantize(%(vec)s::vector) AS b,
+                          NULLIF(%(tsq)s, '')::tsquery AS tsq,
+                          NULLIF(%(tsq_all)s, '')::tsquery AS tsq_all,
                           NULLIF(%(loop_tsq)s, '')::tsquery AS loop_tsq)
 """
 _MESSAGE_SCOPE = """
@@ -346,9 +363,10 @@ _CHUNK_SCOPE = """
 m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
 """
 # What ranks a candidate, computed for the candidates only (a few hundred rows at most): the
-# distance to the query, the text rank of the stored tsvector, the open-loop match.
+# distance to the query as the vector list computed it (a unit outside that list has none: no
+# full vector is read again), the text rank of the stored tsvector, the open-loop match.
 _RANKS = """
-CASE WHEN m.embedding_model = %(model)s THEN m.embedding <=> q.v END AS distance,
+c.d AS distance,
 CASE WHEN m.search_vector @@ q.tsq THEN ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) END
   AS text_score,
 coalesce(m.search_vector @@ q.loop_tsq, false) AS open_loop
@@ -363,42 +381,75 @@ _DETAILS = {
 }
 
 
-def _lists(kind: str, *, vector: str | None, text: bool, loops: bool,
+def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
            recent: bool) -> list[str]:
     """The candidate lists of one table as SELECTs of (list, kind, id), each answered by an
-    index with a LIMIT. `vector` is "exact", "hnsw" or None."""
+    index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
+    newest conversations only), "all" (and the units with every word in the others) or
+    None."""
     source, scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                      else ("{chunks}", _CHUNK_SCOPE))
 
     def head(name: str) -> str:
-        return f"SELECT '{name}' AS list, '{kind}' AS kind, id FROM "
+        # The vector list carries the cosine distance it ranked by; the others no distance.
+        distance = "d" if name == "vector" else "NULL::float8"
+        return f"SELECT '{name}' AS list, '{kind}' AS kind, id, {distance} AS d FROM "
 
     lists = []
+    embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
+    with_bits = f"{scope} AND m.embedding_model = %(model)s AND m.embedding_bits IS NOT NULL"
     if vector == "exact":
-        # MATERIALIZED: the distance of every unit in scope (the scope is small), so that no
-        # index can answer: an HNSW scan without iterative scans applies the scope after its
-        # ef_search neighbours and would lose rows.
+        # MATERIALIZED: the distance of every unit in scope (the scope is at most
+        # SEARCH_RERANK_CANDIDATES), so that no index can answer: an HNSW scan without
+        # iterative scans applies the scope after its ef_search neighbours and would lose rows.
         lists.append(
             head("vector") +
             f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d FROM {source} m, q "
-            f"WHERE {scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL) "
-            "SELECT id FROM s ORDER BY d, id LIMIT %(n)s) AS v"
+            f"WHERE {embedded}) "
+            "SELECT id, d FROM s ORDER BY d, id LIMIT %(n)s) AS v"
         )
-    elif vector == "hnsw":
-        # The HNSW index with an iterative scan: it reads on until it has n rows in scope.
+    elif vector == "bits":
+        # The Hamming distance of every unit in scope to the query's sign bits (for messages an
+        # index-only scan of ix_message_units, which holds the bits; no index can order by a
+        # column of the CTE q), then the nearest SEARCH_RERANK_CANDIDATES re-ranked by cosine
+        # distance, their full vectors read by primary key.
         lists.append(
             head("vector") +
-            f"(SELECT m.id FROM {source} m WHERE {scope} AND m.embedding_model = %(model)s "
-            "ORDER BY m.embedding <=> (SELECT v FROM q) LIMIT %(n)s) AS v"
+            f"(SELECT b.id, e.embedding <=> q.v AS d FROM (SELECT m.id FROM {source} m, q "
+            f"WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id LIMIT %(r)s) AS b "
+            f"CROSS JOIN LATERAL (SELECT e.embedding FROM {source} e WHERE e.id = b.id) AS e, q "
+            "ORDER BY d, b.id LIMIT %(n)s) AS v"
+        )
+    elif vector == "hnsw":
+        # The HNSW index of the sign bits with an iterative scan: it reads on until it has
+        # SEARCH_RERANK_CANDIDATES units in scope, whose vectors it has read with them; they
+        # are re-ranked by cosine distance.
+        lists.append(
+            head("vector") +
+            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding FROM {source} m WHERE {scope} "
+            "AND m.embedding_model = %(model)s "
+            "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
+            "SELECT b.id, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) AS v"
         )
     if text:
-        # The GIN index finds the matches; only they are ranked.
+        # Bounded whatever the history: the units that share a word with the query are ranked
+        # in the newest conversations holding SEARCH_TEXT_MAX_UNITS units (%(text_conv)s); in
+        # the older ones, only the units holding every word of the query ("text_all", when
+        # the scope is larger), found by the GIN index.
+        text_scope = scope.replace("%(conv)s", "%(text_conv)s")
+        rank = ("ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
+                "m.created_at DESC, m.id LIMIT %(n)s")
         lists.append(
             head("text") +
-            f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.tsq "
-            "ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
-            "m.created_at DESC, m.id LIMIT %(n)s) AS t"
+            f"(SELECT m.id FROM {source} m, q WHERE {text_scope} AND m.search_vector @@ q.tsq "
+            f"{rank}) AS t"
         )
+        if text == "all":
+            lists.append(
+                head("text_all") +
+                f"(SELECT m.id FROM {source} m, q WHERE {scope} "
+                f"AND m.search_vector @@ q.tsq_all {rank}) AS ta"
+            )
     if loops:
         lists.append(
             head("loop") +
@@ -460,22 +511,32 @@ def _add_rows(units: dict[tuple, _Unit], rows: list[tuple]) -> None:
                 text_score=row[9], open_loop=bool(row[10]),
             )
         units[key].lists.add(row[0])
+        if row[8] is not None:
+            units[key].distance = row[8]
 
 
-def _use_exact_scan(embedded: int) -> bool:
-    return embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS or not iterative_scans_supported()
+def _vector_scan(embedded: int) -> str:
+    """How a vector list of a scope with `embedded` units is read: "exact" (cosine distance of
+    every unit: no more than the re-ranking would take), "bits" (Hamming distance of every
+    unit's sign bits, the nearest re-ranked by cosine) or "hnsw" (the sign bits' HNSW index
+    with pgvector 0.8's iterative scan, re-ranked by cosine)."""
+    if embedded <= settings.SEARCH_RERANK_CANDIDATES:
+        return "exact"
+    if embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS or not iterative_scans_supported():
+        return "bits"
+    return "hnsw"
 
 
-def _run(sql: str, params: dict[str, object], *, hnsw: bool, n: int) -> list[tuple]:
+def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tuple]:
     with transaction.atomic(), connection.cursor() as cursor:
         if hnsw:
-            # pgvector 0.8: the HNSW scan goes on until it has n rows that pass the scope
+            # pgvector 0.8: the HNSW scan goes on until it has r rows that pass the scope
             # (or hnsw.max_scan_tuples), instead of filtering ef_search neighbours.
             cursor.execute("SELECT set_config('hnsw.iterative_scan', %s, true), "
                            "set_config('hnsw.max_scan_tuples', %s, true), "
                            "set_config('hnsw.ef_search', %s, true)",
                            [settings.SEARCH_HNSW_ITERATIVE_SCAN,
-                            str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES), str(min(max(n, 40), 1000))])
+                            str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES), str(min(max(r, 40), 1000))])
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -484,30 +545,35 @@ def _fetch_candidates(scope: Scope, params: dict[str, object],
                       n: int) -> tuple[dict[tuple, _Unit], str]:
     """The candidates by (kind, id), and how the vector lists were read."""
     vector = params["vec"] is not None
-    scans = {"message": "exact" if _use_exact_scan(scope.messages_embedded) else "hnsw",
-             "chunk": "exact" if _use_exact_scan(scope.chunks_embedded) else "hnsw"}
+    embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
+    scans = {kind: _vector_scan(embedded[kind]) for kind in embedded}
     present = {"message": scope.include_messages and scope.messages > 0,
                "chunk": scope.chunks > 0}
-    embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
+    text_conv = scope.newest(max(settings.SEARCH_TEXT_MAX_UNITS, n))
+    text = None
+    if params["tsq"]:
+        text = "newest" if len(text_conv) == len(scope.conversations) else "all"
     selects: list[str] = []
     for kind in ("message", "chunk"):
         if present[kind]:
             selects += _lists(kind, vector=scans[kind] if vector and embedded[kind] else None,
-                              text=bool(params["tsq"]), loops=bool(params["loop_tsq"]),
-                              recent=True)
+                              text=text, loops=bool(params["loop_tsq"]), recent=True)
     kinds = {kind for kind in present if present[kind]}
     if not selects:
         return {}, "none"
-    params = {**params, "n": n, "newest": [str(pk) for pk in scope.newest(n)]}
-    approximate = vector and any(scans[kind] == "hnsw" and embedded[kind] for kind in kinds)
+    r = max(settings.SEARCH_RERANK_CANDIDATES, n)
+    params = {**params, "n": n, "r": r, "newest": [str(pk) for pk in scope.newest(n)],
+              "text_conv": [str(pk) for pk in text_conv]}
+    used = {scans[kind] for kind in kinds if embedded[kind]} if vector else set()
     units: dict[tuple, _Unit] = {}
-    _add_rows(units, _run(_candidates_sql(selects, kinds), params, hnsw=approximate, n=n))
-    if not vector:
+    _add_rows(units, _run(_candidates_sql(selects, kinds), params, hnsw="hnsw" in used, r=r))
+    if not used:
         return units, "none"
-    if not approximate:
-        return units, "exact"
-    # When an iterative scan stopped short (hnsw.max_scan_tuples reached before n rows in
-    # scope were found), the exact scan fills the vector list: the search stays complete.
+    if "hnsw" not in used:
+        return units, "bits" if "bits" in used else "exact"
+    # When an iterative scan stopped short (hnsw.max_scan_tuples reached before enough rows
+    # in scope were found), the exact Hamming scan fills the vector list: the search stays
+    # complete.
     completed = False
     for kind in kinds:
         if scans[kind] != "hnsw" or not embedded[kind]:
@@ -515,13 +581,13 @@ def _fetch_candidates(scope: Scope, params: dict[str, object],
         found = sum(1 for u in units.values() if u.kind == kind and "vector" in u.lists)
         if found >= min(n, embedded[kind]):
             continue
-        logger.info("iterative scan found %d of %d %s candidates; exact scan", found,
+        logger.info("iterative scan found %d of %d %s candidates; exact Hamming scan", found,
                     min(n, embedded[kind]), kind)
-        sql = _candidates_sql(_lists(kind, vector="exact", text=False, loops=False,
+        sql = _candidates_sql(_lists(kind, vector="bits", text=None, loops=False,
                                      recent=False), {kind})
-        _add_rows(units, _run(sql, params, hnsw=False, n=n))
+        _add_rows(units, _run(sql, params, hnsw=False, r=r))
         completed = True
-    return units, "hnsw+exact" if completed else "hnsw"
+    return units, "hnsw+bits" if completed else "hnsw"
 
 
 def _rank(units: list[_Unit], now: datetime) -> list[_Unit]:
@@ -708,7 +774,7 @@ def search_conversations(
     if scope.total == 0:
         return SearchResult(hits=[], total=0, warnings=warnings)
     params: dict[str, object] = {
-        "vec": vec, "model": model_key(), "tsq": tsq,
+        "vec": vec, "model": model_key(), "tsq": tsq, "tsq_all": all_words_tsquery(tsq),
         "loop_tsq": open_loop_tsquery(scope.loops), "norm": settings.SEARCH_TEXT_RANK_NORMALIZATION,
         "conv": [str(pk) for pk in scope.ids], "user_id": user.pk, "legacy_id": legacy.pk,
     }

@@ -374,9 +374,16 @@ SEARCH_TEXT_RANK_NORMALIZATION = env_int("SEARCH_TEXT_RANK_NORMALIZATION", 0)
 SEARCH_EXPAND_NAMES = env_bool("SEARCH_EXPAND_NAMES", False)
 # Candidates per list (vector, text, recency, open loop) before fusion; more when k needs them.
 SEARCH_CANDIDATES = env_int("SEARCH_CANDIDATES", 50)
-# Scopes up to this many units are ranked by an exact vector scan; larger ones use the HNSW
-# index with pgvector 0.8's iterative scan (exact scan on an older pgvector).
+# Vector candidates (docs/agent-side.md#retrieval): found by the Hamming distance of the
+# embeddings' sign bits, the nearest SEARCH_RERANK_CANDIDATES re-ranked by exact cosine
+# distance (a scope of no more embedded units is ranked by cosine alone); the bits of scopes up
+# to SEARCH_EXACT_SCAN_MAX_UNITS units are all compared, larger ones use the bits' HNSW index
+# with pgvector 0.8's iterative scan.
+SEARCH_RERANK_CANDIDATES = env_int("SEARCH_RERANK_CANDIDATES", 100)
 SEARCH_EXACT_SCAN_MAX_UNITS = env_int("SEARCH_EXACT_SCAN_MAX_UNITS", 2000)
+# The text list ranks the units sharing a word with the query in the newest conversations that
+# hold this many units; in older ones only the units holding every word of the query.
+SEARCH_TEXT_MAX_UNITS = env_int("SEARCH_TEXT_MAX_UNITS", 2000)
 SEARCH_HNSW_ITERATIVE_SCAN = env_str("SEARCH_HNSW_ITERATIVE_SCAN", "strict_order")
 SEARCH_HNSW_MAX_SCAN_TUPLES = env_int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000)
 # Seed 000: top 3 chunks from earlier conversations, the last 20 messages without a summary.

@@ -1,12 +1,18 @@
 """Writes of the retrieval units' vectors: messages embedded after append, and re-embedding."""
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
+from weakref import WeakKeyDictionary
 
+import psycopg
 from django.conf import settings
 from django.db import connection
 from django.db.models import Model, QuerySet
+from pgvector import Vector
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
 
 from conversations.embedding import embed_texts, model_key
 from conversations.models import UNIT_ROLES, ConversationChunk, Message
@@ -22,22 +28,47 @@ class EmbedResult:
     error: str = ""
 
 
+# The `vector` type's info per psycopg connection (its oid differs between databases).
+_VECTOR_TYPES: "WeakKeyDictionary[psycopg.Connection, TypeInfo]" = WeakKeyDictionary()
+
+
+def _vector_cursor() -> psycopg.Cursor:
+    """A cursor with server-side binding on Django's connection (so in its transaction) that
+    sends pgvector `Vector`s in pgvector's binary format: 4 bytes a dimension instead of a
+    decimal text that the server parses again. Registered on this cursor only, so Django's
+    own cursors keep reading vectors as before."""
+    connection.ensure_connection()
+    raw = connection.connection
+    info = _VECTOR_TYPES.get(raw)
+    if info is None:
+        info = _VECTOR_TYPES[raw] = TypeInfo.fetch(raw, "vector")
+    cursor = psycopg.Cursor(raw)
+    register_vector_info(cursor, info)
+    return cursor
+
+
+def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]]) -> None:
+    """Store `vectors` (one per id) with the current model key in one statement; rows deleted
+    meanwhile are simply not updated. The floats are the embedder's, rounded to the column's
+    single precision as the server's parser did when they were sent as text."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    with _vector_cursor() as cursor:
+        # `vector` without dimensions, not the model's vector(n): the column's dimensions
+        # change while `manage.py reembed` runs.
+        cursor.execute(
+            f"UPDATE {table} AS t SET embedding = v.embedding, embedding_model = %s "
+            "FROM unnest(%s::uuid[], %b::vector[]) AS v(id, embedding) WHERE t.id = v.id",
+            [model_key(), list(ids), [Vector(vector) for vector in vectors]],
+        )
+
+
 def _embed_rows(rows: list[Model]) -> None:
     """Embed `rows` (messages or chunks) in one pass of embed_texts and store the vectors with
     the current model key; rows deleted meanwhile are simply not updated."""
     if not rows:
         return
     vectors = embed_texts([row.content for row in rows])
-    table = connection.ops.quote_name(type(rows[0])._meta.db_table)
-    with connection.cursor() as cursor:
-        # Raw SQL, not bulk_update: the ORM would cast to the model's vector(n), which is not
-        # the column's while `manage.py reembed` changes the dimensions.
-        cursor.execute(
-            f"UPDATE {table} AS t SET embedding = v.embedding::vector, embedding_model = %s "
-            "FROM unnest(%s::uuid[], %s::text[]) AS v(id, embedding) WHERE t.id = v.id",
-            [model_key(), [str(row.pk) for row in rows],
-             ["[" + ",".join(repr(float(x)) for x in vector) + "]" for vector in vectors]],
-        )
+    _store_vectors(type(rows[0]), [row.pk for row in rows], vectors)
 
 
 def messages_pending(*, conversation_id: UUID | str | None = None) -> QuerySet[Message]:
@@ -58,19 +89,23 @@ def conversation_embed_messages(*, conversation_id: UUID | str,
     batch = max(settings.EMBEDDING_BATCH_SIZE, 1)
     embedded = 0
     error = ""
+    after = -1  # the last sequence read: each batch starts past the previous one
     while embedded < limit:
         rows = list(messages_pending(conversation_id=conversation_id)
-                    .only("id", "content")[: min(batch, limit - embedded)])
+                    .filter(sequence__gt=after)
+                    .values_list("id", "sequence", "content")[: min(batch, limit - embedded)])
         if not rows:
             break
         try:
-            _embed_rows(rows)
+            vectors = embed_texts([content for _, _, content in rows])
         except EmbeddingError as exc:
             logger.warning("Embedding messages of %s failed; the sweep retries: %s",
                            conversation_id, exc)
             error = f"{type(exc).__name__}: {exc}"
             break
+        _store_vectors(Message, [pk for pk, _, _ in rows], vectors)
         embedded += len(rows)
+        after = rows[-1][1]
     remaining = messages_pending(conversation_id=conversation_id).count()
     return EmbedResult(embedded=embedded, remaining=remaining, error=error)
 
@@ -109,8 +144,10 @@ def embedding_column_dimensions() -> dict[str, int | None]:
 
 
 # The HNSW indexes on the vector columns, as the migrations create them.
-HNSW_INDEXES = {
-    "messages": ("ix_message_embedding", Message),
+# The vector columns and the HNSW index on each full vector (None: the column has none; since
+# migration 0007 messages are searched by their sign bits' index, not their full vectors').
+VECTOR_COLUMNS = {
+    "messages": (None, Message),
     "chunks": ("ix_conversation_chunks_embed", ConversationChunk),
 }
 
@@ -121,20 +158,23 @@ def embedding_columns_resize(*, dimensions: int) -> list[str]:
     build the indexes again. Returns what was done, step by step, for the command's output."""
     done = []
     with connection.cursor() as cursor:
-        for name, (index, model) in HNSW_INDEXES.items():
+        for name, (index, model) in VECTOR_COLUMNS.items():
             table = connection.ops.quote_name(model._meta.db_table)
-            cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(index)}")
+            if index:
+                cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(index)}")
             cursor.execute(
                 f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimensions)}) "
                 "USING NULL"
             )
             cursor.execute(f"UPDATE {table} SET embedding_model = '' WHERE embedding_model <> ''")
-            cursor.execute(
-                f"CREATE INDEX {connection.ops.quote_name(index)} ON {table} "
-                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-            )
-            done.append(f"{name}: column embedding is now vector({dimensions}), vectors cleared, "
-                        f"index {index} rebuilt")
+            step = f"{name}: column embedding is now vector({dimensions}), vectors cleared"
+            if index:
+                cursor.execute(
+                    f"CREATE INDEX {connection.ops.quote_name(index)} ON {table} "
+                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                )
+                step += f", index {index} rebuilt"
+            done.append(step)
     return done
 
 

@@ -31,6 +31,8 @@ from memory_site.core.ai import (
 )
 from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
+from memory_site.core.language.names import short_forms
+from memory_site.core.language.sentences import display_name
 from memory_site.core.locks import LockNamespace
 
 logger = logging.getLogger(__name__)
@@ -48,12 +50,15 @@ def summary_window(last_sequence: int) -> tuple[int, int]:
 
 def legacy_aliases(legacy_name: str) -> list[str]:
     """Other names the family uses: the first name and any nickname written in quotes or
-    parentheses, as in `Margaret "Peggy" Whitfield` or `Robert (Bob) Lee`."""
+    parentheses, as in `Margaret "Peggy" Whitfield` or `Robert (Bob) Lee`, then the common
+    short forms of those first names from the nickname table ("Gene" for Eugene, "Maggie"
+    for Margaret; memory_site.core.language.names). Only the legacy's own names expand."""
     aliases = re.findall(r'["“(]([^"”)]+)["”)]', legacy_name)
     plain = re.sub(r'["“(][^"”)]*["”)]', " ", legacy_name).split()
     if len(plain) > 1:
         aliases.append(plain[0])
-    return [alias.strip() for alias in dict.fromkeys(aliases) if alias.strip()]
+    aliases = [alias.strip() for alias in dict.fromkeys(aliases) if alias.strip()]
+    return [*aliases, *short_forms([display_name(legacy_name), *aliases])]
 
 
 def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
@@ -272,16 +277,19 @@ def archive_range_due(*, conversation: Conversation, final: bool = False) -> tup
     return archived_end, min(archived_end + settings.SUMMARIZATION_BATCH_SIZE, total)
 
 
-def chunk_archive_range(*, conversation: Conversation, start: int, end: int) -> ConversationChunk | None:
+def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
+                        lines: list[TranscriptLine] | None = None) -> ConversationChunk | None:
     """Summarise messages [start, end) with ONE provider call, embed the summary, and save the
-    chunk and the extracted facts in one transaction.
+    chunk and the extracted facts in one transaction. `lines`: the range's messages when the
+    caller has read them already (the catch-up reads several ranges in one query).
 
     Provider, embedding and database errors propagate and leave nothing stored. A range that
     is already archived (another worker won the race) returns None: the unique range index
     decides, and nothing is duplicated. ConversationGone, storing nothing, when the
     conversation was deleted during the provider calls.
     """
-    lines = transcript_lines(conversation=conversation, start=start, end=end)
+    if lines is None:
+        lines = transcript_lines(conversation=conversation, start=start, end=end)
     if not lines:
         return None
     legacy = conversation.legacy
@@ -377,6 +385,42 @@ class CatchUpResult:
     deleted: bool = False
 
 
+class _Backlog:
+    """What one catch-up knows of the archive backlog, so that a long one (an import) costs no
+    count per batch and one read of messages for several batches. The message count is read
+    once, at the start: messages are only appended, so a full batch it shows due is exactly
+    what archive_range_due would answer (the job holds the archive lock, so only it moves
+    the archived end); anything else (a tail, or the end of what it saw) is asked of
+    archive_range_due, which counts again."""
+
+    def __init__(self, *, archived_end: int, total: int):
+        self.archived_end = archived_end
+        self.total = total
+        self._lines: dict[int, TranscriptLine] = {}
+
+    @classmethod
+    def read(cls, conversation: Conversation) -> "_Backlog":
+        return cls(archived_end=selectors.last_summarized_end(conversation=conversation),
+                   total=Message.objects.filter(conversation=conversation).count())
+
+    def full_batch_due(self, *, final: bool) -> tuple[int, int] | None:
+        start, end = self.archived_end, self.archived_end + settings.SUMMARIZATION_BATCH_SIZE
+        unsummarized = self.total - start
+        if end > self.total or (not final and unsummarized <= settings.SUMMARIZATION_THRESHOLD):
+            return None
+        return start, end
+
+    def lines(self, conversation: Conversation, *, start: int, end: int,
+              batches: int) -> list[TranscriptLine]:
+        """Messages [start, end), read with those of the next `batches` - 1 batches when they
+        are not read yet."""
+        if any(sequence not in self._lines for sequence in range(start, end)):
+            upto = max(end, min(start + batches * settings.SUMMARIZATION_BATCH_SIZE, self.total))
+            self._lines = {line.sequence: line for line in
+                           transcript_lines(conversation=conversation, start=start, end=upto)}
+        return [self._lines[sequence] for sequence in range(start, end) if sequence in self._lines]
+
+
 def _try_archive_lock(conversation: Conversation) -> bool:
     key = conversation.pk.int & 0x7FFFFFFF
     with connection.cursor() as cursor:
@@ -453,15 +497,24 @@ def _catch_up(*, conversation: Conversation, respect_backoff: bool) -> CatchUpRe
         logger.debug("Archiving of %s is in progress elsewhere", conversation.pk)
         return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
     try:
+        backlog = _Backlog.read(conversation)
         while (
             len(chunks) < settings.SUMMARIZATION_MAX_BATCHES_PER_JOB
             and time.monotonic() - started < settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS
         ):
-            due = archive_range_due(conversation=conversation, final=final)
+            due = backlog.full_batch_due(final=final) or archive_range_due(
+                conversation=conversation, final=final
+            )
             if due is None:
                 return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
             try:
-                chunk = chunk_archive_range(conversation=conversation, start=due[0], end=due[1])
+                chunk = chunk_archive_range(
+                    conversation=conversation, start=due[0], end=due[1],
+                    lines=backlog.lines(
+                        conversation, start=due[0], end=due[1],
+                        batches=settings.SUMMARIZATION_MAX_BATCHES_PER_JOB - len(chunks),
+                    ),
+                )
             except (LLMError, EmbeddingError, DatabaseError) as exc:
                 logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
                                due[0], due[1], conversation.pk, exc)
@@ -473,6 +526,7 @@ def _catch_up(*, conversation: Conversation, respect_backoff: bool) -> CatchUpRe
             if not chunks:
                 _archive_succeeded(conversation)
             chunks.append(chunk)
+            backlog.archived_end = chunk.message_range_end
         more = archive_range_due(conversation=conversation, final=final) is not None
         return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=more)
     finally:

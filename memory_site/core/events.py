@@ -46,8 +46,11 @@ def publish(event_type: str, *, user_id: int, data: dict[str, Any]) -> None:
 
 
 def _enqueue(event: dict[str, Any]) -> None:
-    # `sync` follows the settings at call time, as in conversations.queue.
+    # `sync` follows the settings at call time, as in conversations.queue. `save=False`: the
+    # job's success is not kept as a result row (nothing reads it: its deliveries are rows of
+    # their own, and saving one makes django-q2 read every saved success to prune them; an
+    # archive publishes one or two events per batch). A failure is still saved.
     async_task(
         FAN_OUT_TASK, event, group="webhooks", task_name=f"event:{event['id']}",
-        sync=bool(settings.Q_CLUSTER.get("sync", False)),
+        sync=bool(settings.Q_CLUSTER.get("sync", False)), save=False,
     )

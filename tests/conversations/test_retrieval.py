@@ -156,22 +156,67 @@ def _requires_iterative_scans():
         pytest.skip("pgvector < 0.8 has no iterative index scans")
 
 
-def test_a_scope_larger_than_max_scan_tuples_is_still_ranked_exactly(family, settings):
-    """The HNSW path (pgvector 0.8 iterative scan): with 300 foreign messages closer than
-    mine and hnsw.max_scan_tuples far below them, the index scan may stop short; the exact
-    scan then fills the list, so the top k are still my nearest in exact order."""
+def _sign_bits_then_cosine(rows, query_vector: list[float], rerank: int) -> list[str]:
+    """What the bits paths must return, computed here: the `rerank` rows nearest to the query
+    by the Hamming distance of their sign bits (ties by id), then those by cosine distance."""
+    def bits(vector) -> list[bool]:
+        return [x > 0 for x in vector]
+
+    query_bits = bits(query_vector)
+    by_bits = sorted(rows, key=lambda r: (
+        sum(a != b for a, b in zip(bits(list(r.embedding)), query_bits, strict=True)), str(r.pk)))
+    return _exact_ranking(by_bits[:rerank], query_vector)
+
+
+def test_a_scope_larger_than_the_rerank_is_ranked_by_sign_bits_then_cosine(family, settings):
+    """A scope of more embedded units than SEARCH_RERANK_CANDIDATES: the Hamming distance of
+    every unit's sign bits in scope (foreign rows closer than mine do not count), the nearest
+    re-ranked by exact cosine distance."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_CANDIDATES = settings.SEARCH_RERANK_CANDIDATES = 60
+    query_vector = get_embedder().embed([QUERY])[0]
+    _messages_near(ConversationFactory(user=family.member, legacy=family.legacy),
+                   query_vector, 300, 0.004, 1)
+    mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
+                          query_vector, 120, 0.05, 900)
+    for row in mine:
+        row.refresh_from_db()
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+
+    assert (result.total, result.vector_scan) == (120, "bits")
+    expected = _sign_bits_then_cosine(mine, query_vector, 60)
+    assert [hit.id for hit in result.hits] == expected[:5]
+    # Re-ranking only the nearest by bits is what makes it approximate: not the exact order.
+    assert expected[:5] != _exact_ranking(mine, query_vector)[:5]
+
+
+def test_an_index_scan_that_stops_short_is_completed(family, settings):
+    """The HNSW path over the sign bits' index: 300 foreign messages with the query's own sign
+    bits fill the index scan's batch and it stops short (as at hnsw.max_scan_tuples); the
+    comparison of every unit's bits then fills the list, so the top k are the re-ranked
+    nearest of my units."""
     _requires_iterative_scans()
     settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
     settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0  # always the index path
     # The first batch of the index scan is hnsw.ef_search (the candidate count) tuples; past
     # max_scan_tuples no second batch is read.
-    settings.SEARCH_CANDIDATES = 100
+    settings.SEARCH_CANDIDATES = settings.SEARCH_RERANK_CANDIDATES = 100
     settings.SEARCH_HNSW_MAX_SCAN_TUPLES = 10
+    # Iterative scans off: the index scan returns its ef_search neighbours and nothing more,
+    # as one that reached max_scan_tuples does (which pgvector checks only now and then).
+    settings.SEARCH_HNSW_ITERATIVE_SCAN = "off"
     query_vector = get_embedder().embed([QUERY])[0]
     fellow = ConversationFactory(user=family.member, legacy=family.legacy)
-    _messages_near(fellow, query_vector, 300, 0.004, 1)
+    foreign = _messages_near(fellow, query_vector, 300, 0.004, 1)
+    for row in foreign:
+        # The query's own sign bits (Hamming distance 0): the index's first batch is theirs.
+        row.embedding = [v if v > 0 else -abs(v) - 1e-4 for v in row.embedding]
+    Message.objects.bulk_update(foreign, ["embedding"])
     mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
                           query_vector, 120, 0.05, 900)
+    for row in mine:
+        row.refresh_from_db()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
         # Leave the planner only the HNSW index to order by distance.
@@ -181,16 +226,17 @@ def test_a_scope_larger_than_max_scan_tuples_is_still_ranked_exactly(family, set
 
     result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
 
-    # Whether the scan stopped short depends on the graph (its levels are random): when it
-    # did, the exact scan completed the list; either way the top k are exact.
-    assert result.vector_scan in {"hnsw", "hnsw+exact"}
-    assert [hit.id for hit in result.hits] == _exact_ranking(mine, query_vector)[:5]
+    # The first 100 tuples read are foreign, none mine: short of the 100 the list needs.
+    assert result.vector_scan == "hnsw+bits"
+    assert [hit.id for hit in result.hits] == _sign_bits_then_cosine(mine, query_vector,
+                                                                     100)[:5]
 
 
 def test_the_hnsw_path_with_iterative_scans_keeps_the_scope(family, settings):
     _requires_iterative_scans()
     settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
     settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0
+    settings.SEARCH_RERANK_CANDIDATES = 2  # 5 units: more than the re-ranking, the index path
     query_vector = get_embedder().embed([QUERY])[0]
     fellow = ConversationFactory(user=family.member, legacy=family.legacy)
     _messages_near(fellow, query_vector, 300, 0.004, 1)
@@ -232,6 +278,36 @@ def test_k_units_that_do_not_overlap_are_k_hits(family, settings):
 
 
 # --- Ranking ----------------------------------------------------------------------------------------
+
+
+def test_the_text_list_of_a_large_scope_takes_all_words_only_in_older_conversations(
+        family, settings):
+    """Bounded text work: units sharing one word with the query are ranked in the newest
+    conversations holding SEARCH_TEXT_MAX_UNITS units; in older ones only units holding every
+    word of the query are text candidates."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_CANDIDATES = 3
+    older = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(older, [("user", "The orchard behind the barn."),
+                            ("user", "The orchard down by the river.")],
+                    last_message_at=timezone.now() - timedelta(days=30))
+    newest = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(newest, [("user", "A river walk on Sunday."),
+                             *[("user", f"Filler number {i}.") for i in range(4)]],
+                    last_message_at=timezone.now())
+
+    def hits() -> list[str]:
+        result = search_conversations(user=family.owner, legacy=family.legacy,
+                                      query="orchard river", k=3)
+        return [hit.messages[0].content for hit in result.hits]
+
+    settings.SEARCH_TEXT_MAX_UNITS = 5  # the newest conversation's units
+    capped = hits()
+    assert capped[:2] == ["The orchard down by the river.", "A river walk on Sunday."]
+    assert capped[2].startswith("Filler number")  # a recency candidate
+    settings.SEARCH_TEXT_MAX_UNITS = 7  # the whole scope: every unit sharing a word
+    assert hits() == ["The orchard down by the river.", "A river walk on Sunday.",
+                      "The orchard behind the barn."]
 
 
 def test_full_text_and_vector_ranks_are_fused(family):
@@ -585,8 +661,27 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
     call_command("reembed", stdout=Lines())  # resumable: nothing left
     assert "nothing to do" in "".join(out)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_message_embedding'")
-        assert "hnsw" in cursor.fetchone()[0]
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
+                       "WHERE indexname IN ('ix_message_embedding', 'ix_conversation_chunks_embed')")
+        # The chunks keep their HNSW index of full vectors (seed 000); messages have none.
+        assert [(name, "USING hnsw (embedding vector_cosine_ops)" in definition)
+                for name, definition in cursor.fetchall()] == [
+            ("ix_conversation_chunks_embed", True)]
+        # The sign bits follow the dimensions, with the indexes that hold them.
+        cursor.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                       "WHERE attname = 'embedding_bits' AND attrelid = ANY(ARRAY["
+                       "'conversations_message'::regclass, "
+                       "'conversations_conversationchunk'::regclass])")
+        assert [row[0] for row in cursor.fetchall()] == ["bit(8)", "bit(8)"]
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
+                       "WHERE indexdef LIKE '%embedding_bits%' ORDER BY indexname")
+        indexes = dict(cursor.fetchall())
+    assert sorted(indexes) == ["ix_chunk_embedding_bits", "ix_message_embedding_bits",
+                               "ix_message_units"]
+    assert "hnsw (embedding_bits bit_hamming_ops)" in indexes["ix_message_embedding_bits"]
+    assert "INCLUDE (id, embedding_bits)" in indexes["ix_message_units"]
+    message = Message.objects.filter(role="user").values_list("embedding", "embedding_bits").get()
+    assert message[1] == "".join("1" if x > 0 else "0" for x in message[0])
 
 
 def test_archived_chunks_get_the_model_key(family, django_capture_on_commit_callbacks):

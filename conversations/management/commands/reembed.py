@@ -6,21 +6,53 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from conversations.embedding import model_key
 from conversations.management.commands.import_conversations import _RichStream
+from conversations.models import ConversationChunk, Message
 from conversations.services import embedding
 from memory_site.core.ai import EmbeddingError
+
+
+def _sign_bits_drop() -> list[tuple[str, str]]:
+    """Drop the generated `embedding_bits` columns (a column a generated column reads cannot
+    change its type) and with them the indexes that hold the bits; their definitions, to build
+    them again."""
+    tables = [Message._meta.db_table, ConversationChunk._meta.db_table]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s) "
+                       "AND indexdef LIKE '%%embedding_bits%%' ORDER BY indexname", [tables])
+        indexes = cursor.fetchall()
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} "
+                           "DROP COLUMN IF EXISTS embedding_bits")
+    return indexes
+
+
+def _sign_bits_add(*, dimensions: int, indexes: list[tuple[str, str]]) -> list[str]:
+    """The `embedding_bits` columns again, bit(`dimensions`), and the indexes that held them."""
+    done = []
+    with connection.cursor() as cursor:
+        for table in (Message._meta.db_table, ConversationChunk._meta.db_table):
+            cursor.execute(
+                f"ALTER TABLE {connection.ops.quote_name(table)} ADD COLUMN embedding_bits "
+                f"bit({int(dimensions)}) GENERATED ALWAYS AS "
+                f"(binary_quantize(embedding)::bit({int(dimensions)})) STORED"
+            )
+        for name, definition in indexes:
+            cursor.execute(definition)
+            done.append(f"index {name} rebuilt")
+    return [f"columns embedding_bits are now bit({dimensions})", *done]
 
 
 class Command(BaseCommand):
     help = (
         "Embed every message and chunk that has no vector of the current embedding model "
         "(EMBEDDING_PROVIDER, EMBEDDING_MODEL, EMBEDDING_DIMENSIONS). When the dimensions "
-        "changed, the vector columns and their HNSW indexes are changed first. Until a row is "
+        "changed, the vector columns, their sign bits and their indexes are changed first. Until a row is "
         "re-embedded, search ranks it by its words only; stopped, it resumes where it was."
     )
 
@@ -44,7 +76,10 @@ class Command(BaseCommand):
                 "Changing the columns: every stored vector is cleared."
             )
             with transaction.atomic():
+                bits_indexes = _sign_bits_drop()
                 for step in embedding.embedding_columns_resize(dimensions=dimensions):
+                    self.stdout.write(f"  {step}")
+                for step in _sign_bits_add(dimensions=dimensions, indexes=bits_indexes):
                     self.stdout.write(f"  {step}")
         pending = embedding.pending_counts()
         if not any(pending.values()):

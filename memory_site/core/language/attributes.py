@@ -69,10 +69,14 @@ _ORDER = re.compile(
     rf"boy|kid|sibling))?(?:\s+(?:of|in\s+a\s+family\s+of)\s+(?P<of>{_COUNT_WORD}))?\b",
     re.IGNORECASE,
 )
-_CHILDREN = re.compile(
-    rf"\b(?:had|raised)\s+(?P<count>{_COUNT_WORD})\s+(?P<kind>children|kids|sons|daughters)\b",
+# "had 11 children", "had three brothers and two sisters", "had 9 grandchildren".
+_COUNTS = re.compile(
+    rf"\b(?:(?:had|raised)\s+|and\s+)(?P<count>{_COUNT_WORD})\s+(?P<kind>children|kids|sons|"
+    rf"daughters|grandchildren|grandkids|grandsons|granddaughters|brothers|sisters|siblings)\b",
     re.IGNORECASE,
 )
+# "kids" and "children" (and "grandkids", "grandchildren") state one number.
+_COUNT_NAMES = {"kids": "children", "grandkids": "grandchildren"}
 _WORKED_AS = re.compile(
     r"\b(?:worked|served)\s+as\s+(?:an?\s+|the\s+)?(?P<job>[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?)",
 )
@@ -82,7 +86,9 @@ _JOB_END = re.compile(r"\s+(?:for|in|at|on|with|from|until|till|during|and|after
 SINGLE_VALUED = frozenset([
     "born_year", "born_place", "died_year", "died_place", "died_age", "married_year",
     "married_place", "retired_year", "emigrated_year", "graduated_year", "from_place",
-    "birth_order", "children_count", "sons_count", "daughters_count",
+    "birth_order", "children_count", "sons_count", "daughters_count", "grandchildren_count",
+    "grandsons_count", "granddaughters_count", "brothers_count", "sisters_count",
+    "siblings_count",
 ])
 
 
@@ -180,13 +186,16 @@ def _read_attributes(content: str) -> dict[str, Attribute]:
             "birth_order", _order(order.group("order"), order.group("of")),
             re.sub(r"^the\s+", "", text_value, flags=re.IGNORECASE),
         )
-    children = _CHILDREN.search(body)
-    if children:
-        # "11 children" and "12 kids" state one number.
-        kind = children.group("kind").lower().replace("kids", "children")
-        name = f"{kind}_count"
-        found[name] = Attribute(name, str(_count(children.group("count"))),
-                                children.group("count"))
+    counting = False
+    for count in _COUNTS.finditer(body):
+        # "…and two sisters" counts only after "had three brothers" (not "…and two dogs").
+        if not (counting or count.group(0).lower().startswith(("had", "raised"))):
+            continue
+        counting = True
+        kind = count.group("kind").lower()
+        name = f"{_COUNT_NAMES.get(kind, kind)}_count"
+        found.setdefault(name, Attribute(name, str(_count(count.group("count"))),
+                                         count.group("count")))
     job = _WORKED_AS.search(body) or _DROVE.match(body)
     if job:
         words = _JOB_END.sub("", job.group("job"))
@@ -296,6 +305,30 @@ _TRAVELLED = re.compile(
 _RESIDENCE_VERBS = frozenset(["lived", "stayed", "live", "stay"])
 
 
+_BACK = re.compile(r"^\s*(?:back|home)\b", re.IGNORECASE)
+_RETURNED = re.compile(r"\b(?:went|came|got|flew|go|going|gone|been)\s+back\b|\breturned\b|"
+                       r"\bvisited\b", re.IGNORECASE)
+# "lived in Lisbon for two years" after "never left Fall River".
+_LIVED_IN = re.compile(rf"\b(?:lived|stayed|worked)\s+(?:in|at)\s+(?P<place>{_PLACE})")
+
+
+def _first_clause(text: str) -> str:
+    return re.split(r"[,;.!?]", text, maxsplit=1)[0]
+
+
+def _lived_elsewhere(old_rest: str, new_body: str) -> bool:
+    """Whether `new_body` says the person lived somewhere that "never left <place>" (the
+    absolute's `old_rest`) does not name."""
+    lived = _LIVED_IN.search(_first_clause(new_body))
+    if lived is None:
+        return False
+    place = _place(lived.group("place"))
+    if place is None:
+        return False
+    old_places = set(re.findall(r"[A-Z][a-z]+", old_rest))
+    return bool(old_places) and not set(place.split()) & old_places
+
+
 def _stem(word: str) -> str:
     word = word.lower().strip("'")
     word = _IRREGULAR.get(word, word)
@@ -309,17 +342,75 @@ def _stem(word: str) -> str:
 _TRAVEL_STEMS = frozenset(_stem(verb) for verb in _TRAVEL)
 
 
+# "never set foot on a plane", "never got on a plane", "never been abroad": journeys too.
+_NEVER_FLEW = re.compile(
+    r"^\s*(?:foot\s+on|on|in)\s+(?:a|an)\s+(?:aero|air)?planes?\b", re.IGNORECASE)
+_NEVER_FLEW_VERBS = frozenset(["set", "got", "been", "gone", "stepped"])
+# What an absolute's object is not: determiners, pronouns, numbers and empty words ("never
+# missed a single one", "never cooked a thing in her life").
+_OBJECT_FILLER = frozenset([
+    "a", "an", "the", "one", "single", "of", "in", "at", "on", "to", "for", "her", "his",
+    "their", "its", "my", "our", "your", "whole", "all", "those", "that", "this", "these",
+    "once", "ever", "again", "life", "thing", "things", "anything", "something", "lot", "bit",
+    "much", "any", "us", "me", "them", "him", "it", "she", "he", "out", "up", "down", "there",
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "few", "several",
+    "many", "some", "so", "too", "very", "really", "with", "from", "by", "and", "or", "but",
+    "then", "when", "because", "about", "off", "over", "back",
+])
+# A time as the object ("never missed a day", "never missed a Sunday"): what was never missed
+# is a turn, and a later "missed months of work" says otherwise; "missed the bus" does not.
+_TIME_UNITS = frozenset([
+    "day", "days", "week", "weeks", "month", "months", "year", "years", "shift", "shifts",
+    "night", "nights", "morning", "mornings", "hour", "hours", "minute", "minutes", "weekend",
+    "weekends", "sunday", "sundays", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "saturdays",
+])
+# "drove us all mad", "drove him round the bend": not driving.
+_IDIOM = re.compile(
+    r"\b(?:mad|crazy|nuts|insane|bananas|bonkers|batty|spare|wild|up\s+the\s+wall|"
+    r"round\s+the\s+bend|around\s+the\s+bend|to\s+distraction|to\s+drink)\b",
+    re.IGNORECASE)
+
+
+def _object_words(text: str) -> list[str]:
+    """The words of a verb's object and what follows it in the clause, without fillers."""
+    return [w for w in re.findall(r"[a-z']+", text.lower())
+            if w not in _OBJECT_FILLER and not w.isdigit()]
+
+
+def _same_object(old_rest: str, new_rest: str) -> bool:
+    """Whether a statement's verb phrase (`new_rest`, after the verb) is about what a "never"
+    said was never done (`old_rest`): "never drank tea" is not contradicted by "drank coffee",
+    nor "never missed a Browns game" by "missed my wedding". An absolute without an object
+    ("never drove", "never learned to drive") is contradicted by the verb alone, but not by
+    an idiom ("drove us all mad")."""
+    if _IDIOM.search(new_rest):
+        return False
+    old_words = _object_words(old_rest)
+    if not old_words:
+        return True
+    new_words = _object_words(new_rest)
+    if old_words[0] in _TIME_UNITS:
+        return bool(new_words) and new_words[0] in _TIME_UNITS
+    return bool({w[:5] for w in old_words} & {w[:5] for w in new_words})
+
+
 def absolute_contradicted(new: str, old: str) -> bool:
     """Whether `new`, an affirmative statement about the person, contradicts a "never" or
     "always" that `old` says of them: the same verb said without "never" ("never drove" /
     "drove the Fiesta into the ground"), or a journey or a move after "never left", "never
     flew", "never travelled" or "always lived in …" ("never left Boston" / "went to Ireland in
     1980")."""
+    lowered = old.lower()
+    if "never" not in lowered and "always" not in lowered:
+        return False
     old_subject, new_subject = _SUBJECT.match(old.strip()), _SUBJECT.match(new.strip())
     if old_subject is None or new_subject is None:
         return False
     new_body = new.strip()[new_subject.end():]
-    if _NEGATED.search(new_body):
+    # "drove that old wagon everywhere, … it was Pop who never had a licence": a negation in
+    # a later clause says nothing of the first.
+    if _NEGATED.search(_first_clause(new_body)):
         return False
     for absolute in _ABSOLUTE.finditer(old.strip()[old_subject.end():]):
         verb = absolute.group("verb").lower()
@@ -327,14 +418,26 @@ def absolute_contradicted(new: str, old: str) -> bool:
             if verb in _RESIDENCE_VERBS and _TRAVELLED.search(new_body):
                 return True
             continue
-        # "never went anywhere / abroad / outside the county", not "never went to church".
+        # "never went anywhere / abroad / outside the county", not "never went to church";
+        # "never set foot on a plane", "never been on a plane" as "never flew".
+        rest = absolute.group("rest")
         travel = _stem(verb) in _TRAVEL_STEMS or (
-            verb == "went" and _FAR.search(absolute.group("rest")) is not None)
+            verb in ("went", "been", "gone") and _FAR.search(rest) is not None) or (
+            verb in _NEVER_FLEW_VERBS and _NEVER_FLEW.match(rest) is not None)
         if travel and _TRAVELLED.search(new_body):
             return True
-        if verb in _GENERAL_VERBS:
+        if travel and _lived_elsewhere(rest, new_body):
+            return True
+        if verb in ("went", "gone", "been", "go") and _BACK.match(rest) and _RETURNED.search(
+                _first_clause(new_body)):
+            # "never went back to Jamaica" / "went back once, in 1987".
+            return True
+        if verb in _GENERAL_VERBS or travel:
             continue
         stem = _stem(verb)
-        if any(_stem(word) == stem for word in re.findall(r"[A-Za-z']+", new_body)):
-            return True
+        for said in re.finditer(r"[A-Za-z']+", new_body):
+            if _stem(said.group(0)) == stem:
+                clause = re.split(r"[,.;!?]", new_body[said.end():], maxsplit=1)[0]
+                if _same_object(rest, clause):
+                    return True
     return False

@@ -3,6 +3,7 @@
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memory_site.core.language.sentences import display_name
 from memory_site.core.language.words import (
@@ -27,7 +28,8 @@ _NOT_PERSON = frozenset([
     "January", "February", "March", "April", "May", "June", "July", "August", "September",
     "October", "November", "December", "Christmas", "Easter", "Thanksgiving", "God", "Lord",
 ])
-_KIN_ADJECTIVE = r"(?:late|dear|beloved|sweet|favou?rite|darling|wonderful|own|old)"
+_KIN_ADJECTIVE = (r"(?:late|dear|beloved|sweet|favou?rite|darling|wonderful|own|old|little|big|"
+                  r"baby|kid|younger|older|elder|eldest|youngest)")
 _KIN_OCCURRENCE = re.compile(rf"(?<![\w'’-])(?i:{KIN_ANY})(?![\w-]){NOT_KIN_AFTER}")
 # Both searched with ends_at: at most 57 characters.
 _USERS_RELATIVE = re.compile(
@@ -53,6 +55,14 @@ _NAME_BEFORE_KIN = re.compile(  # "Rose was my mother", "Rose, my mother, …"
     rf"(?<![\w'’])({_PROPER_NAME}),?\s+(?:(?:was|is)\s+)?(?:my|our)\s+(?:{_KIN_ADJECTIVE}\s+)?"
     rf"((?i:{KIN_ANY}))(?![\w'’-])"
 )
+
+
+@lru_cache(maxsize=256)
+def _lower_case_name_after(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One of the legacy's one-word names right after a kinship word, in lower case as
+    families type it ("auntie tee"); capitalised names are read by _NAME_AFTER_KIN."""
+    words = [n.lower() for n in names if re.fullmatch(r"[A-Za-z]+", n)]
+    return re.compile(rf"[ \t]+(?:{alternation(words)})\b(?![ \t]+[A-Z])")
 
 
 def _legacy_names(legacy_name: str, aliases: Sequence[str]) -> tuple[str, ...]:
@@ -84,6 +94,12 @@ class _KinUses:
     words: dict[str, list[str]] = field(default_factory=dict)
     legacy_links: set[str] = field(default_factory=set)
     other_links: set[str] = field(default_factory=set)
+    # Families put after the legacy's name ("Kathleen, my sister, …"): two of them show a
+    # name shared by several people ("Kathleen, my daughter, …" too), so neither is the legacy.
+    appositions: set[str] = field(default_factory=set)
+
+    def ambiguous(self) -> set[str]:
+        return self.appositions if len(self.appositions) > 1 else set()
 
     def link(self, family: str, who: str | None) -> None:
         if who == "legacy":
@@ -98,6 +114,15 @@ class _KinUses:
             # before or after every kinship word.
             word, start, end = match.group(0), match.start(), match.end()
             family = FAMILY_OF[word.lower()]
+            if _lower_case_name_after(names).match(text, end) and not ends_at(
+                    _SOMEONE_ELSES, text, start):
+                # "auntie tee", "my little brother danny", "my dad luis": the person, typed
+                # in lower case.
+                said = self.words.setdefault(family, [])
+                if word.capitalize() not in said:
+                    said.append(word.capitalize())
+                self.link(family, "legacy")
+                continue
             if not ends_at(_USERS_RELATIVE, text, start):
                 if ends_at(_SOMEONE_ELSES, text, start):
                     continue
@@ -118,8 +143,11 @@ class _KinUses:
                 if named and _who(named.group(1), names, name_last=False) == "legacy":
                     self.link(family, "legacy")
         for match in _NAME_BEFORE_KIN.finditer(text):
-            self.link(FAMILY_OF[match.group(2).lower()],
-                      _who(match.group(1), names, name_last=True))
+            family, who = FAMILY_OF[match.group(2).lower()], _who(match.group(1), names,
+                                                                   name_last=True)
+            self.link(family, who)
+            if who == "legacy" and text[match.end(1):match.end(1) + 1] == ",":
+                self.appositions.add(family)
 
 
 class KinshipReader:
@@ -146,7 +174,7 @@ class KinshipReader:
     def aliases(self) -> list[str]:
         """The kinship words that stand for the legacy after the messages read so far."""
         uses = self._uses
-        families = (uses.legacy_links | self._given) - uses.other_links
+        families = (uses.legacy_links | self._given) - uses.other_links - uses.ambiguous()
         # "Rose loved gardening." and "Dad worked at the mill.": the person the user calls
         # Rose is not the one they call Dad, unless they say so. Only a conversation that
         # never names the legacy lets a family stand for them unlinked.
@@ -214,7 +242,9 @@ class LegacyReference:
         kin_title = self._kin_titles()
         kin_end = self._kin_end()
         # "My mom, Rose, …", "Mom Rose …", "Mom (Rose) …": one reference.
-        named = rf"(?:,?\s+(?:{names})\b,?|\s*\(\s*(?:{names})\s*\))?"
+        # "my dad luis …", as families type it.
+        lower = alternation([n.lower() for n in self.names if re.fullmatch(r"[A-Za-z]+", n)])
+        named = rf"(?:,?\s+(?:{names}|{lower})\b,?|\s*\(\s*(?:{names})\s*\))?"
         return re.compile(
             rf"^(?:(?:(?:{titles})\s+)?(?:{names})\b"
             rf"|(?:[Mm]y|[Oo]ur)\s+(?:{_KIN_ADJECTIVE}\s+)?(?:{kin}){named}{kin_end}"
@@ -283,7 +313,7 @@ def legacy_for(legacy_name: str, aliases: Sequence[str], user_texts: Iterable[st
     name_gender = _name_gender(names, spoken)
     if name_gender:
         given = {f for f in given if family_gender({f}) in (None, name_gender)}
-    families = (given | uses.legacy_links) - uses.other_links
+    families = (given | uses.legacy_links) - uses.other_links - uses.ambiguous()
     kin = tuple(word for family in sorted(families) for word in KIN_FAMILIES[family])
     # "she"/"he" fit the legacy by their kinship family, else by the pronouns after their name.
     gender = family_gender(families) or name_gender

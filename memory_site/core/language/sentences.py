@@ -2,8 +2,14 @@
 
 import re
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(]?[A-Z0-9])|\n+")
-_ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt)\.$")
+# A sentence ends at ".", "!" or "?" before a capital or a digit, or, as families type, before
+# a lower-case word when the mark follows a word of two letters or more ("…Buick. she drove
+# us…"; not "…" nor "a.m. she…").
+_SENTENCE = re.compile(
+    r"(?<=[.!?])\s+(?=[\"'“(]?[A-Z0-9])|(?<=[A-Za-z0-9]{2}[.!?])\s+(?=[a-z])|\n+")
+_ABBREVIATION = re.compile(
+    r"\b(Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|Rev|Fr|approx|vs)\.$",
+    re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(who|what|when|where|why|how|which|do|does|did|can|could|would|will|is|are|was|were|"
     r"should|have|has)\b",

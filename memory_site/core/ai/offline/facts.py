@@ -18,6 +18,7 @@ from memory_site.core.language.sentences import display_name, is_question, split
 from memory_site.core.language.words import (
     FAMILY_OF,
     KIN_ANY,
+    NAME_LIKE_KIN,
     NOT_KIN_AFTER,
     NOT_NAMES,
     OTHER_PEOPLE,
@@ -29,7 +30,11 @@ _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
 _HEDGE = re.compile(
     r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
     r"i think|i guess|i suppose|i wonder|wonder if|i wish|not sure|imagine|supposedly|"
-    r"apparently|were here|i believe|seems|seemed to me|i reckon|reckons?|pretty sure|"
+    r"appa?r[ae]nt?ly|aparr?ently|supposedly|supposably|allegedly|were here|i believe|seems|"
+    r"seemed to me|i reckon|reckons?|pretty sure|"
+    # Slang and hearsay: "thinks he mighta", "musta been", "they say she…", "so they say".
+    r"mighta|mightve|might've|musta|mustve|coulda|i thought|i dunno|dunno if|"
+    r"they say|they said|people say|so i'?m told|i was told|i heard|i'?m not sure|"
     r"(?:can't|cannot|can not|don't|do not)\s+(?:remember|recall)|not certain|"
     r"if i remember|from memory|or so\b|or thereabouts|something like)\b"
     # "81 or 82", "1961 or 62": two values, the user does not know which.
@@ -38,6 +43,7 @@ _HEDGE = re.compile(
 )
 _LEAD_IN = re.compile(
     r"^(?:and|but|so|well|oh|yes|yeah|also|plus|anyway|honestly|you know|very|sure|"
+    r"no|nah|nope|aye|yep|yup|ok|okay|"
     r"i remember(?: that| how| when)?|i know(?: that)?|i'll never forget(?: that| how)?|"
     r"i still remember(?: that| how)?)\b[,.!]?\s+",
     re.IGNORECASE,
@@ -45,10 +51,13 @@ _LEAD_IN = re.compile(
 # What a user says before correcting themselves ("Actually, …", "Hold on, I got that wrong —
 # …"); several may follow each other.
 _CORRECTION = re.compile(
-    r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|correction:?|"
+    r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|"
+    r"(?:(?:one|a|small|quick|one\s+more)\s+)?correction:?|"
     r"wait,?\s+no|no\s+wait|oops|my mistake|my bad|hold on|hang on|scratch that|"
     r"i\s+got\s+(?:that|it|this)\s+wrong|i\s+was\s+wrong|i\s+made\s+a\s+mistake|"
-    r"let\s+me\s+correct\s+(?:that|myself))\b(?:\s*[,:.!;—–-])*\s*",
+    r"let\s+me\s+correct\s+(?:that|myself)|"
+    r"i\s+(?:need|have|want)\s+to\s+(?:fix|correct)\s+(?:something|that|this|one\s+thing|"
+    r"a\s+thing|myself))\b(?:\s*[,:.!;—–-])*\s*",
     re.IGNORECASE,
 )
 _NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+|an\s+)?([\w'-]+)(?=\s*(?:[.,;!]|$))",
@@ -58,7 +67,7 @@ _TRAILING_MARKER = re.compile(
     r",\s*(?:i\s+got\s+(?:that|it|this|the\s+\w+|them)\s+(?:wrong|mixed\s+up)|i\s+was\s+wrong|"
     r"i\s+forgot\b|i\s+mixed\s+(?:it|them|that)\s+up|my\s+mistake|sorry|"
     r"i\s+(?:always|keep)\s+(?:forget|forgetting|leaving|leave|mixing|mix)\b|"
-    r"i\s+was\s+thinking\s+of\b)",
+    r"i\s+was\s+thinking\s+of\b|(?:i\s+)?(?:dunno|don'?t\s+know|not\s+sure)\s+why\s+i\s+said\b)",
     re.IGNORECASE,
 )
 # "He drove a bus, I said a taxi before but that was his brother": what was said before is
@@ -119,6 +128,84 @@ _CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"tough|sweet|grumpy|stern|calm|hardworking|hard-working|curious|clever|smart|wise|"
         r"sense of humou?r|temper|personality)\b", re.I)),
 )
+
+
+# "Mum says Ted was the fourth of five", "my aunt told me that Peggy…": what a relative says
+# about the person, followed by the person's name or kinship word.
+_REPORTED = re.compile(
+    rf"^(?:(?:[Mm]y|[Oo]ur)\s+(?:[a-z]+\s+)?)?(?:(?i:{KIN_ANY})|[A-Z][a-z]+)\s+"
+    r"(?:always\s+)?(?:says|said|tells\s+me|told\s+me|told\s+us|remembers)(?:\s+that)?,?\s+"
+)
+
+
+# "Dot had 9 grandchildren and she knitted us all jumpers": two statements about one subject,
+# each its own fact. Only when the sentence opens with the person or "she"/"he" ("I rang my mam
+# and she put me right" is about the mam); "…but she…" stays one ("never married but she was
+# like a second mum to us").
+# (Searched from "and" alone, with the comma and spaces before it trimmed afterwards: a
+# pattern starting with ",?\s+" rescans a long run of spaces from each of its positions.)
+_AND_PRONOUN = re.compile(r"(?<=\s)and\s+(?=(?:she|he)\s)")
+
+
+def _clauses(sentences: Sequence[str], reference: re.Pattern[str]) -> list[str]:
+    clauses: list[str] = []
+    for sentence in sentences:
+        parts = [part.rstrip().removesuffix(",").rstrip() if index < len(found) - 1 else part
+                 for found in [_AND_PRONOUN.split(sentence)] for index, part in enumerate(found)]
+        opening = _strip_lead_in(_strip_markers(parts[0])[0])
+        if len(parts) > 1 and (reference.match(opening) or _PRONOUN.match(opening)):
+            clauses += parts
+        else:
+            clauses.append(sentence)
+    return clauses
+
+
+_WORD = re.compile(r"\w")
+# A sentence that only announces a correction ("I need to fix something.", "One correction.").
+_MARKER_ONLY = re.compile(
+    r"^(?:i\s+(?:need|have|want)\s+to\s+(?:fix|correct)\s+(?:something|that|this|one\s+thing|"
+    r"a\s+thing|myself)|(?:(?:one|a|small|quick|one\s+more)\s+)?correction|i\s+got\s+"
+    r"(?:something|that|it|this)\s+wrong|i\s+made\s+a\s+mistake)\W*$",
+    re.IGNORECASE,
+)
+# "Well, except 1982 when he broke his arm", "apart from the once": an exception to the
+# "never"/"always" said just before.
+_EXCEPTION = re.compile(r"^(?:well\s*,?\s+)?(?:except|apart\s+from|other\s+than|bar|besides)\b",
+                        re.IGNORECASE)
+
+
+# "He wasn't the oldest, he was the second of seven", "she wasnt a nurse, she was a midwife".
+_NOT_BUT = re.compile(
+    r"^(?P<head>(?:[\w'’]+\s+){0,3}?[\w'’]+)\s+(?:wasn'?t|wasn’t|was\s+not)\s+"
+    r"(?P<old>[^,;.!?]+?)\s*,\s*(?:but\s+)?(?:(?:she|he)\s+was|it\s+was|was)\s+(?P<new>.+)$",
+    re.IGNORECASE,
+)
+# "Aunt Pearl called, and it was 12 children, not 11": the correction is the clause.
+_IT_WAS_CLAUSE = re.compile(r"\b(?:and|but|so)\s+(?P<clause>it\s+(?:was|is)\b.*)$",
+                            re.IGNORECASE)
+# "they married in 1957 not 58": the couple's wedding is the person's.
+_THEY_MARRIED = re.compile(r"^they\s+(?:got\s+|were\s+)?(?:married|wed)\b", re.IGNORECASE)
+
+
+def _fragment_of(body: str, subject: "_Subject", reference: re.Pattern[str]) -> str | None:
+    """The fragment a correction states when its sentence has no subject of its own: the
+    sentence ("it was 1962"), its head before a comma whose clause has another subject ("the
+    nurse thing was 28 years not 30, my sister just texted me"), an "…, and it was …" clause
+    after another subject ("Aunt Pearl called, and it was 12 children, not 11"), or "they
+    married in 1957 not 58". None when it states something else."""
+    if subject.kind == "none":
+        return body
+    if subject.kind != "other":
+        return None
+    if _THEY_MARRIED.match(body):
+        return body
+    clause = _IT_WAS_CLAUSE.search(body)
+    if clause:
+        return clause.group("clause")
+    head = body.split(",", 1)[0]
+    if head != body and _find_subject(head, reference).kind == "none":
+        return head
+    return None
 
 
 def _strip_lead_in(text: str) -> str:
@@ -214,12 +301,21 @@ def _pronoun_fits(word: str, legacy: LegacyReference) -> bool:
     return female == (legacy.gender == "female")
 
 
+# "Joe had four kids, my aunt Lucia was born after…", "…, Uncle Tom was the eldest": another
+# subject's clause after a comma says nothing more about the person.
+_OTHER_CLAUSE = re.compile(
+    rf",\s*(?:(?:[Mm]y|[Oo]ur)\s+(?:[a-z]+\s+)?(?i:{KIN_ANY})(?:\s+[A-Z][a-z]+)?"
+    rf"|(?i:{KIN_ANY})\s+[A-Z][a-z]+|(?=[A-Z])(?i:{KIN_ANY})|{alternation(NAME_LIKE_KIN)}|pops?)"
+    rf"\s+(?:was|were|is|had|came|died|went|got|did|said)\b.*$"
+)
 _TRAILING_CLAUSE = re.compile(
     r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b|i\s+said\b|i\s+got\b|i\s+was\s+wrong\b|"
+    r"i'm\b|i\s+am\b|i\s+was\b|we\s+(?!all\b)|"
     r"i\s+forgot\b|i\s+mixed\b|i\s+just\b|my\s+mistake\b|sorry\b|i\s+always\b|"
-    r"i\s+keep\b|i\s+was\s+thinking\b).*$",
+    r"i\s+keep\b|i\s+was\s+thinking\b|(?:i\s+)?(?:dunno|don'?t\s+know|not\s+sure)\s+why\s+i\b).*$",
     re.IGNORECASE,
 )
+_BARE_NOT = re.compile(r" not (?:in |the |a |an )?([\w'-]+)$")
 _EMPTY_ENDINGS = frozenset(["it", "that", "this", "so", "too", "did", "does", "do", "tried",
                            "was", "is", "had", "has", "one", "them", "him", "her"])
 
@@ -230,12 +326,66 @@ def _says_something(content: str) -> bool:
     return len(words) >= 3 and words[-1].lower() not in _EMPTY_ENDINGS
 
 
+# A value corrected inside the sentence: "in the raf, no sorry the navy", "first tenor, well
+# second tenor really", "a typist no wait a clerk", "seventh day adventist, sorry, pentecostal".
+# (Searched from the marker, the comma before it checked afterwards: a pattern opening with
+# "\s*," rescans a long run of spaces from each of its positions.)
+_IN_SENTENCE = re.compile(
+    r"(?<![\w'’])(?P<marker>no,?\s+sorry|sorry,?\s+no|no,?\s+wait|wait,?\s+no|well|sorry|"
+    r"i\s+mean|or\s+rather|oops)\s*,?\s+(?P<new>[\w'’-]+(?:\s+[\w'’-]+){0,3}?)"
+    r"(?:\s+really\b|(?=\s*(?:[,.;!?]|$)))",
+    re.IGNORECASE,
+)
+
+
+def _correct_in_sentence(text: str, start: int) -> str:
+    """`text` with a value corrected inside it (after `start`, the subject) replaced: the words
+    before the marker that the new value stands for (as many as it has, with a determiner)
+    are replaced by it, and the rest of the sentence (what the mistake was) is dropped.
+    "Harry was in the raf, no sorry the navy, the raf was his brother" → "Harry was in the
+    navy". "well" corrects only with "really" after the value."""
+    found = _IN_SENTENCE.search(text, start)
+    if found is None:
+        return text
+    marker = found.group("marker").lower()
+    before = text[: found.start()].rstrip()
+    if marker == "well" and not found.group(0).rstrip().lower().endswith("really"):
+        return text
+    if marker.split()[0] in ("sorry", "i", "or", "oops") and not before.endswith(","):
+        # "never once said sorry in his life": "sorry" alone corrects only after a comma.
+        return text
+    before = before.removesuffix(",")
+    new = found.group("new")
+    words = list(re.finditer(r"[\w'’-]+", before[start:]))
+    determiners = [w for w in words[-4:] if _DETERMINER.fullmatch(w.group(0) + " ")]
+    if _DETERMINER.match(new) and determiners:
+        # "in the land army, no sorry the wrens": from the determiner on.
+        cut = determiners[-1].start() + start
+    else:
+        count = len(new.split())
+        if len(words) <= count:
+            return text
+        cut = words[-count].start() + start
+    return before[:cut] + new
+
+
 def _rewrite(body: str, subject: _Subject, display: str) -> str:
     name = f"{display}'s" if subject.possessive else display
-    text = body[: subject.start] + name + body[subject.end:]
+    prefix = body[: subject.start]
+    if re.fullmatch(r"\s*[\w'’]+(?:\s+[\w'’]+)?\s*,\s*", prefix) and not (
+            _ADVERBIAL_START.match(prefix) or re.search(r"\d", prefix)):
+        # "no kids, she never married", "lawn bowls, she was club champion": a word or two
+        # before the comma is a reply to the question, not part of the fact.
+        prefix = ""
+    text = prefix + name + body[subject.end:]
+    text = _correct_in_sentence(text, len(prefix) + len(name))
     # "…the cello, not the violin" and "…, so we never left" say nothing more about the person.
-    text = _TRAILING_CLAUSE.sub("", text.rstrip(".!"))
+    text = _OTHER_CLAUSE.sub("", _TRAILING_CLAUSE.sub("", text.rstrip(".!")))
     text = " ".join(text.split()).strip()
+    # "…had five kids not four": the value taken back, typed without the comma.
+    bare_not = _BARE_NOT.search(text)
+    if bare_not and _VALUE_WORD.match(bare_not.group(1)):
+        text = text[: bare_not.start()]
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!")) else text.rstrip(",;:") + "."
 
@@ -250,7 +400,8 @@ _PAUSE_OR_PREPOSITION = (
 )
 _OBJECT_PRONOUN = re.compile(
     rf"\b(?:(?P<plural>them\b|those\b{_PAUSE_OR_PREPOSITION})"
-    rf"|it\b(?!'s|\s+(?:was|is|had|has|seemed|felt|looked|took|became|would|will)\b)"
+    rf"|(?<!\bbut )(?<!\band )(?<!\bso )(?<!\bcos )(?<!\bbecause )(?<!\bthough )"
+    rf"it\b(?!'s|\s+(?:was|is|had|has|seemed|felt|looked|took|became|would|will)\b)"
     rf"|(?:that|this)\b{_PAUSE_OR_PREPOSITION})",
     re.IGNORECASE,
 )
@@ -394,6 +545,7 @@ def _taken_back(body: str) -> tuple[str, str] | None:
     return match.group(1), body[: match.start()].rstrip().removesuffix(",")
 
 
+_ABSOLUTE_WORD = re.compile(r"\b(?:never|always)\b", re.IGNORECASE)
 # A correction fixes one of the last _CORRECTION_REACH facts of its batch (what the user has
 # just said): looking further back made every correction reread every fact, quadratic in a
 # batch of long pasted messages.
@@ -416,6 +568,12 @@ class _BatchFacts:
         start = max(0, len(self.facts) - _CORRECTION_REACH)
         return list(enumerate(self.facts[start:], start))
 
+    def drop_absolute(self) -> None:
+        """Drop the batch's last fact when it says "never" or "always" (the exception said
+        next shows it was not so)."""
+        if self.facts and _ABSOLUTE_WORD.search(self.facts[-1].content):
+            self._contents[self.facts.pop().content] -= 1
+
     def put(self, fact: ExtractedFact, index: int | None = None) -> None:
         """Append `fact`, or put it in place of the fact at `index` (which then corrects the
         known fact the replaced one corrected)."""
@@ -430,6 +588,13 @@ class _BatchFacts:
         self._contents[fact.content] += 1
 
 
+def _full_year(old: str, new: str) -> str:
+    """A year taken back in two digits, in full: "1957 not 58" takes back 1958."""
+    if re.fullmatch(r"\d\d", old) and _YEAR.fullmatch(new):
+        return new[:2] + old
+    return old
+
+
 def _apply_correction(found: _BatchFacts, body: str) -> bool:
     """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
     kind in the most recent fact that has one. Returns whether a fact changed."""
@@ -441,14 +606,16 @@ def _apply_correction(found: _BatchFacts, body: str) -> bool:
         if not new_values[kind]:
             continue
         new = new_values[kind][-1]
+        full_old = _full_year(old, new) if old else None
         for index, fact in reversed(found.recent()):
             content = fact.content
-            in_content = [old] if old and old in content else []
+            in_content = ([full_old] if full_old and re.search(rf"\b{re.escape(full_old)}\b",
+                                                               content) else [])
             targets = in_content if old else _values(content)[kind]
             targets = [t for t in targets if t and t != display_name(content)]
             if targets:
                 target = targets[-1]
-                updated = content.replace(target, new, 1)
+                updated = re.sub(rf"\b{re.escape(target)}\b", new, content, count=1)
                 found.put(ExtractedFact(category=fact.category, content=updated), index)
                 return True
     return False
@@ -503,7 +670,7 @@ def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> st
         new_text, old_text = found[0].text, found[1].text
     if (
         new_text and old.count(old_text) == 1
-        and _statement_words(new) - {new_text.lower()} <= _statement_words(old)
+        and _statement_words(new) - _statement_words(new_text) <= _statement_words(old)
     ):
         return old.replace(old_text, new_text, 1)
     return new
@@ -575,6 +742,8 @@ class _KnownFacts:
         if said is None:
             return None
         kind, new = said
+        if old:
+            old = _full_year(old, new)
         candidates: list[tuple[KnownFact, str]] = []
         for fact in self.known:
             if kind == "proper":
@@ -648,8 +817,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     reference = legacy.reference()
     mention = legacy.mention()
     known = _KnownFacts(known_facts, legacy.display)
+    # "My dad was William Harper, everyone called him Bill.": who the person is, not a fact.
+    naming = re.compile(rf"^{re.escape(legacy.display)}\s+(?:was|is)\s+(?:called\s+|named\s+)?"
+                        rf"(?:{alternation(legacy.names)})\b")
     names = {w.lower() for name in (legacy_name, *aliases) for w in re.findall(r"\w+", name)}
     facts = _BatchFacts()
+    pending_correction = False
     focus_on_legacy = False
     previous: str | None = None
     previous_is_users = False
@@ -662,23 +835,54 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             continue
         if line.role != "user":
             continue
-        for sentence in split_sentences(line.content):
+        for sentence in _clauses(split_sentences(line.content), reference):
             before, previous = previous, sentence
             before_is_users, previous_is_users = previous_is_users, True
             stripped, correction = _strip_markers(sentence)
             correction = correction or bool(_TRAILING_MARKER.search(stripped))
             body = _strip_lead_in(stripped)
+            while body != stripped:
+                # "Oh I need to fix something.", "oh and correction the nurse thing…": a
+                # marker after a lead-in.
+                stripped, marked = _strip_markers(body)
+                correction = correction or marked
+                body = _strip_lead_in(stripped)
+            if not _WORD.search(body) or _MARKER_ONLY.match(body):
+                # "Oh I need to fix something." alone: the next sentence is the correction.
+                pending_correction = pending_correction or correction or bool(body)
+                continue
+            correction, pending_correction = correction or pending_correction, False
+            if _EXCEPTION.match(body):
+                # "He never took a sick day in 38 years. Well, except 1982 when…": the
+                # "never" just said was a manner of speaking.
+                facts.drop_absolute()
+                continue
+            reported = _REPORTED.match(body)
+            if reported and reference.match(body[reported.end():]):
+                # "Mum says Ted was the fourth of five": what follows is the statement.
+                body = body[reported.end():]
             said_first = _SAID_BEFORE_FIRST.match(body)
             if said_first:
                 # "I said 1961 before, but it was 1962": the sentence is what follows "but".
                 correction = True
             if not body:
                 continue
+            negated = None if said_first else _NOT_BUT.match(body)
+            if negated:
+                # "He wasn't the oldest, he was the second of seven": what he was.
+                body = f"{negated.group('head')} was {negated.group('new')}"
+                correction = True
             subject = _find_subject(body[said_first.end():] if said_first else body, reference)
             about_legacy = subject.kind == "legacy" or (
                 subject.kind.startswith("pronoun:") and focus_on_legacy
                 and _pronoun_fits(subject.kind.split(":")[1], legacy)
             )
+            if about_legacy and legacy.gender is None and subject.kind.startswith("pronoun:"):
+                # The first "he"/"she" the user says of the person tells their gender for the
+                # batch: "he listened to … every morning. paati was the one who sang, she
+                # learnt veena" — she is not him.
+                legacy = replace(legacy, gender="female" if subject.kind.split(":")[1] in (
+                    "she", "her") else "male")
             if subject.kind == "other" and not body.lower().startswith(("i ", "we ")):
                 # Someone else now holds "he"/"she", unless their gender tells them apart
                 # ("Dad fixed the dock. She loved the lake." is still about Mom).
@@ -692,6 +896,10 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             if is_question(sentence) or _HEDGE.search(body):
                 continue
             taken_back = _taken_back(body)
+            if negated and taken_back is None:
+                old_word = negated.group("old").split()[-1]
+                if _VALUE_WORD.match(old_word):
+                    taken_back = (old_word, body)
             # "She retired in 1994, not 1993" opening a later batch: "she" is the person when
             # the statement corrects one of their known facts (and only then); without a
             # marker, only when it contradicts a "never"/"always" of theirs ("she flew to
@@ -707,7 +915,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 if resolved is None:
                     continue
                 content = _rewrite(resolved, subject, legacy.display)
-                if not _says_something(content):
+                if not _says_something(content) or naming.match(content):
                     continue
                 fact = ExtractedFact(category=categorize(content), content=content)
                 if fact.content in facts:
@@ -727,11 +935,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                     continue
                 _file_statement(facts, known, fact, body, correction=correction,
                                 taken_back=taken_back[0] if taken_back else None)
-            elif subject.kind == "none" and (correction or taken_back):
-                if facts.facts and _apply_correction(facts, body):
+            elif (correction or taken_back) and (
+                    fragment := _fragment_of(body, subject, reference)) is not None:
+                if facts.facts and _apply_correction(facts, fragment):
                     continue
-                corrected = known.fragment(body, before=before, before_is_users=before_is_users,
-                                           names=names)
+                corrected = known.fragment(fragment, before=before,
+                                           before_is_users=before_is_users, names=names)
                 if corrected is not None and corrected.content not in facts:
                     facts.put(corrected)
     # A fact the batch corrected in place ("born in Cork … no, Limerick") may contradict a
