@@ -5,11 +5,14 @@ session state lives on the conversation row, so a snapshot is a read, never a fi
 conversation reopened after every process restarted gets the same context.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.db.models import GeneratedField, QuerySet
+from pgvector.django import VectorField
 
 from conversations.models import Conversation, ConversationMemory, Message
 from conversations.selectors import latest_completed_rolling_summary
@@ -22,26 +25,48 @@ def _preview(text: str) -> str:
     return " ".join(words[:TURN_PREVIEW_WORDS]) + (" …" if len(words) > TURN_PREVIEW_WORDS else "")
 
 
-def last_turns(*, conversation: Conversation, turns: int) -> list[list[Message]]:
-    """The last `turns` turns, oldest first; a turn starts at a user message and holds the
-    replies (assistant, tool) that followed it."""
+def without_retrieval_columns(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """Messages without the columns only retrieval reads (the vector and what PostgreSQL
+    derives from it or from the text): kilobytes a row that the turns never show."""
+    return messages.defer(*(
+        f.name for f in Message._meta.concrete_fields
+        if isinstance(f, VectorField | GeneratedField)
+    ))
+
+
+def last_turns_start(*, conversation: Conversation, turns: int) -> int | None:
+    """The first message of the last `turns` turns (the user message that starts the oldest
+    of them); None without any."""
     if turns < 1:
-        return []
-    starts = list(
+        return None
+    return min(
         Message.objects.filter(conversation=conversation, role=Message.Role.USER)
-        .order_by("-sequence").values_list("sequence", flat=True)[:turns]
+        .order_by("-sequence").values_list("sequence", flat=True)[:turns],
+        default=None,
     )
-    if not starts:
-        return []
-    messages = Message.objects.filter(
-        conversation=conversation, sequence__gte=min(starts)
-    ).order_by("sequence")
+
+
+def group_turns(messages: Iterable[Message]) -> list[list[Message]]:
+    """Messages in sequence order from a user message on, as turns: a turn starts at a user
+    message and holds the replies (assistant, tool) that followed it."""
     grouped: list[list[Message]] = []
     for message in messages:
         if message.role == Message.Role.USER or not grouped:
             grouped.append([])
         grouped[-1].append(message)
     return grouped
+
+
+def last_turns(*, conversation: Conversation, turns: int) -> list[list[Message]]:
+    """The last `turns` turns, oldest first; a turn starts at a user message and holds the
+    replies (assistant, tool) that followed it."""
+    start = last_turns_start(conversation=conversation, turns=turns)
+    if start is None:
+        return []
+    return group_turns(
+        without_retrieval_columns(Message.objects.filter(conversation=conversation))
+        .filter(sequence__gte=start).order_by("sequence")
+    )
 
 
 def recent_turn_summaries(*, turns: list[list[Message]]) -> list[str]:
@@ -77,11 +102,19 @@ def active_job_refs(conversation: Conversation) -> list[str]:
     ]
 
 
-def last_response_type(conversation: Conversation) -> str | None:
-    last = (
-        Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
-        .order_by("-sequence").first()
-    )
+def last_response_type(
+    conversation: Conversation, *, turns: list[list[Message]] | None = None
+) -> str | None:
+    """Of the latest assistant reply; None before the first. `turns`: the conversation's last
+    turns as last_turns reads them (they end at its latest message), when already read: a reply
+    among them is the latest, and only without one is the conversation read."""
+    last = next((m for turn in reversed(turns or []) for m in reversed(turn)
+                 if m.role == Message.Role.ASSISTANT), None)
+    if last is None:
+        last = (
+            Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
+            .order_by("-sequence").only("metadata").first()
+        )
     if last is None:
         return None
     return "tool_calls" if last.metadata.get("tool_calls") else "text"

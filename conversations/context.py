@@ -7,7 +7,8 @@ rolling summary (seed 004), and before them the gap after the latest completed r
 (seed 002), or the last CONTEXT_RECENT_MESSAGES when no summary is ready. Everything stored
 that users wrote reaches the prompt inside a fence, as data.
 
-The packet always fits CONTEXT_TOKEN_BUDGET (tiktoken). Over budget, parts are cut in
+The packet always fits CONTEXT_TOKEN_BUDGET (tiktoken; each text is counted once per packet,
+the system prompt again only after a cut changed it). Over budget, parts are cut in
 CUT_ORDER, the raw turns last; the persona instructions and the date-time line are never cut,
 the conversation's persona only when it alone does not fit (a row older than
 PERSONA_MAX_TOKENS, or a budget lowered later).
@@ -21,6 +22,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import IntegerField, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from agent_memory.models import AgentMemory, Place
@@ -67,6 +70,11 @@ class ContextPacket:
     cuts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     query: str = ""
+    # Token counts, each text counted once per packet: a replayed message's content (or its
+    # truncation) and a section's text by text, the system prompt in one slot (it changes with
+    # every cut, and only the latest is asked for again).
+    _text_tokens: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _prompt_tokens: tuple[str, int] = field(default=("", 0), init=False, repr=False)
 
     # --- What the packet shows, read from its sections' rows (nothing is parsed back) ---
 
@@ -117,7 +125,7 @@ class ContextPacket:
 
     @cached_property
     def last_response_type(self) -> str | None:
-        return checkpoint.last_response_type(self.conversation)
+        return checkpoint.last_response_type(self.conversation, turns=self.raw_turns)
 
     @property
     def resolved_entities_map(self) -> dict[str, str]:
@@ -135,13 +143,33 @@ class ContextPacket:
         return [{"role": "system", "content": self.system_prompt}, *replayed]
 
     def token_counts(self) -> dict[str, int]:
-        counts = {s.name: count_tokens(s.render()) for s in self.sections}
-        counts["messages"] = sum(
-            count_tokens(m["content"]) + TOKENS_PER_MESSAGE for m in self.chat_messages()[1:]
-        )
-        counts["total"] = total_tokens(self.chat_messages())
+        counts = {s.name: self._count(s.render()) for s in self.sections}
+        chat = self.chat_messages()
+        counts["messages"] = self.tokens(chat[1:])
+        counts["total"] = self.tokens(chat)
         counts["budget"] = settings.CONTEXT_TOKEN_BUDGET
         return counts
+
+    def total_tokens(self) -> int:
+        """total_tokens(self.chat_messages()), each text counted once per packet."""
+        return self.tokens(self.chat_messages())
+
+    def tokens(self, messages: list[dict[str, str]]) -> int:
+        """total_tokens(messages), for messages of this packet's chat_messages()."""
+        return sum(
+            self._count(m["content"], system=m["role"] == "system") + TOKENS_PER_MESSAGE
+            for m in messages
+        )
+
+    def _count(self, text: str, *, system: bool = False) -> int:
+        if system:
+            if self._prompt_tokens[0] != text:
+                self._prompt_tokens = (text, count_tokens(text))
+            return self._prompt_tokens[1]
+        tokens = self._text_tokens.get(text)
+        if tokens is None:
+            tokens = self._text_tokens[text] = count_tokens(text)
+        return tokens
 
 
 def total_tokens(messages: list[dict[str, str]]) -> int:
@@ -167,22 +195,49 @@ def context_messages(conversation: Conversation) -> ReplayedMessages:
     """The raw turns (the checkpoint's last CONTEXT_RAW_TURNS turns, seed 004) and, before
     them, seed 002's read: the messages after the latest completed summary or, without a
     summary, the last CONTEXT_RECENT_MESSAGES (seed 000). Only user and assistant messages are
-    replayed; tool results live on in the assistant's reply."""
+    replayed; tool results live on in the assistant's reply.
+
+    One read of the messages, every role, from the first of either (the bounds are computed by
+    the same statement): the replayed messages are its user and assistant messages, the raw
+    turns its messages from the first of the last CONTEXT_RAW_TURNS user messages on."""
     summary = latest_completed_rolling_summary(conversation=conversation)
-    messages = Message.objects.filter(conversation=conversation, role__in=REPLAYED_ROLES)
-    turns = checkpoint.last_turns(conversation=conversation, turns=settings.CONTEXT_RAW_TURNS)
-    raw_from = first_sequence(turns)
-    if summary is not None:
-        start = summary.end_sequence + 1
-    else:
-        recent = messages.order_by("-sequence")[: settings.CONTEXT_RECENT_MESSAGES]
-        start = min((m.sequence for m in recent), default=None)
-    if start is None or (raw_from is not None and raw_from < start):
-        start = raw_from
-    messages_replayed = [] if start is None else list(
-        messages.filter(sequence__gte=start).order_by("sequence")
+    in_conversation = Message.objects.filter(conversation=conversation)
+    turns, recent = settings.CONTEXT_RAW_TURNS, settings.CONTEXT_RECENT_MESSAGES
+    bounds = [
+        Value(summary.end_sequence + 1) if summary is not None
+        else _first_of_last(in_conversation.filter(role__in=REPLAYED_ROLES), recent),
+        _first_of_last(in_conversation.filter(role=Message.Role.USER), turns),
+    ]
+    bounds = [bound for bound in bounds if bound is not None]
+    if not bounds:
+        return ReplayedMessages(summary=summary, messages=[], raw_turns=[])
+    # LEAST skips a NULL bound; both NULL (no message to replay) reads nothing.
+    start = bounds[0] if len(bounds) == 1 else Least(*bounds, output_field=IntegerField())
+    read = list(
+        checkpoint.without_retrieval_columns(in_conversation)
+        .filter(sequence__gte=start).order_by("sequence")
     )
-    return ReplayedMessages(summary=summary, messages=messages_replayed, raw_turns=turns)
+    # The read holds all of the last `turns` user messages (it starts at or before the first).
+    users = [m.sequence for m in read if m.role == Message.Role.USER]
+    raw_from = users[-min(turns, len(users))] if users and turns >= 1 else None
+    return ReplayedMessages(
+        summary=summary,
+        messages=[m for m in read if m.role in REPLAYED_ROLES],
+        raw_turns=[] if raw_from is None else checkpoint.group_turns(
+            m for m in read if m.sequence >= raw_from
+        ),
+    )
+
+
+def _first_of_last(messages: QuerySet[Message], count: int) -> Coalesce | None:
+    """The sequence of the first of the last `count` of `messages`, as SQL (the count-th
+    latest, or the first when there are fewer; NULL without any); None when count < 1."""
+    if count < 1:
+        return None
+    return Coalesce(
+        Subquery(messages.order_by("-sequence").values("sequence")[count - 1:count]),
+        Subquery(messages.order_by("sequence").values("sequence")[:1]),
+    )
 
 
 def _retrieve(
@@ -297,20 +352,19 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
             return None
         latest_content = packet.latest_content
         packet.latest_content = "" if packet.messages else None
-        alone_fits = total_tokens(packet.chat_messages()) <= budget
+        alone_fits = packet.total_tokens() <= budget
         packet.latest_content = latest_content
         if alone_fits:
             return None  # the latest message is truncated instead
         persona = prompt.fence(packet.conversation.persona)
         section.lines.clear()
         # What is left with the latest message whole, less the block's own words and fence.
-        limit = (budget - total_tokens(packet.chat_messages())
-                 - count_tokens(prompt.persona_block("")))
+        limit = budget - packet.total_tokens() - count_tokens(prompt.persona_block(""))
         kept = ""
         while limit > 0:
             kept = truncate_to_tokens(persona, limit)
             section.lines = [prompt.Line(prompt.persona_block(kept))]
-            over = total_tokens(packet.chat_messages()) - budget
+            over = packet.total_tokens() - budget
             if over <= 0:
                 break
             # Tokens merge across the joins: take off the overflow and try again.
@@ -328,7 +382,7 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
         if not packet.messages:
             return None
         others = packet.chat_messages()[:-1]
-        room = budget - total_tokens(others) - TOKENS_PER_MESSAGE
+        room = budget - packet.tokens(others) - TOKENS_PER_MESSAGE
         latest = packet.messages[-1].content
         packet.latest_content = truncate_to_tokens(latest, room)
         return {"part": "latest_message", "item": {
@@ -371,14 +425,14 @@ def _fit_budget(packet: ContextPacket) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
     steps = _cut_steps(packet)
     for part in CUT_ORDER:
-        while total_tokens(packet.chat_messages()) > budget:
+        while packet.total_tokens() > budget:
             cut = steps[part]()
             if cut is None:
                 break
             packet.cuts.append(cut)
             if part in ("persona", "latest_message"):  # cut once, as far as needed
                 break
-    if total_tokens(packet.chat_messages()) > budget:
+    if packet.total_tokens() > budget:
         raise ImproperlyConfigured(
             f"CONTEXT_TOKEN_BUDGET={budget} is smaller than the persona instructions and the "
             "date-time line, which are never cut; raise it."

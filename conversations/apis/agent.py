@@ -66,6 +66,7 @@ class ConversationContextApi(APIView):
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+        conversation.user = request.user  # its owner, already read: not read again
         query = ContextQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         packet = build_context(conversation=conversation, query=query.validated_data.get("query"))
