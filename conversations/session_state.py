@@ -94,12 +94,17 @@ def classify_intent(content: str) -> str:
     return "share_memory"
 
 
+# One pattern a topic: any of its words as a whole word (a message is matched once per topic,
+# not once per word).
+_TOPIC_PATTERNS = {
+    topic: re.compile(rf"\b(?:{'|'.join(re.escape(word) for word in words)})\b")
+    for topic, words in TOPIC_WORDS.items()
+}
+
+
 def topics_in(content: str) -> list[str]:
     lowered = content.lower()
-    return [
-        topic for topic, words in TOPIC_WORDS.items()
-        if any(re.search(rf"\b{re.escape(word)}\b", lowered) for word in words)
-    ]
+    return [topic for topic, pattern in _TOPIC_PATTERNS.items() if pattern.search(lowered)]
 
 
 def _content_words(text: str) -> set[str]:

@@ -3,6 +3,7 @@
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -286,16 +287,27 @@ def facts_for_correction(
     if limit <= 0:
         return []
     words = set(_WORD.findall(text.lower())) - _COMMON_WORDS
-    facts = list(
+    # Ranked on ids and texts only, then only the chosen facts are loaded: an archive job
+    # asks once per batch, and an author of a long import has thousands of facts.
+    current = (
         LegacyFact.objects.filter(legacy=legacy, user=user, superseded_by__isnull=True)
-        .order_by("-extracted_at", "-id")
+        .order_by("-extracted_at", "-id").values_list("id", "content")
     )
 
-    def shared_words(fact: LegacyFact) -> int:
-        return len(words & set(_WORD.findall(fact.content.lower())))
+    def shared_words(row: tuple[object, str]) -> int:
+        return len(words & _words_of(row[1]))
 
     # sorted() is stable: equally relevant facts stay most recent first.
-    return sorted(facts, key=shared_words, reverse=True)[:limit]
+    chosen = [pk for pk, _ in sorted(current, key=shared_words, reverse=True)[:limit]]
+    loaded = LegacyFact.objects.in_bulk(chosen)
+    return [loaded[pk] for pk in chosen if pk in loaded]
+
+
+@lru_cache(maxsize=8192)
+def _words_of(content: str) -> frozenset[str]:
+    """The lower-case words of a fact's text (facts_for_correction reads the same facts for
+    every batch of a conversation)."""
+    return frozenset(_WORD.findall(content.lower()))
 
 
 def fact_for_author(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:

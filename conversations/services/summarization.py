@@ -2,7 +2,9 @@
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -61,20 +63,30 @@ def legacy_aliases(legacy_name: str) -> list[str]:
     return [*aliases, *short_forms([display_name(legacy_name), *aliases])]
 
 
+# The kinship readings of the conversations archived lately in this process, by conversation
+# id: (reader, sequence read up to). A reading is taken out while it reads on (two threads
+# never share one) and put back, most recent last; the oldest go beyond KINSHIP_READINGS_KEPT.
+_KINSHIP_READINGS: "OrderedDict[object, tuple[KinshipReader, int]]" = OrderedDict()
+_KINSHIP_READINGS_LOCK = threading.Lock()
+KINSHIP_READINGS_KEPT = 64
+
+
 def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
     """What the legacy is called in messages before `end`: their first name and nickname,
     and the kinship words the user tied to them in ALL their messages so far (rules in
     docs/quality.md), so a batch that only says "Mom" knows Mom is Rose when an earlier
     batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad.
 
-    A catch-up asks once per batch with a growing `end`, so the reading so far is kept on the
-    conversation instance and each call reads only the user's messages since the previous
-    one (rereading all of them for every batch took time quadratic in the conversation's
-    length). Messages are only ever appended, so what was read stays true; an `end` before
-    the last one, or a renamed legacy, starts a new reading."""
+    A catch-up asks once per batch with a growing `end`, and a long import is archived by
+    one job after another, so the reading so far is kept in this process by conversation
+    and each call reads only the user's messages since the previous one (rereading all of
+    them for every batch took time quadratic in the conversation's length). Messages are
+    only ever appended, so what was read stays true; an `end` before the last one, or a
+    renamed legacy, starts a new reading."""
     name = conversation.legacy.name
     names = legacy_aliases(name)
-    reading = getattr(conversation, "_kinship_reading", None)
+    with _KINSHIP_READINGS_LOCK:
+        reading = _KINSHIP_READINGS.pop(conversation.pk, None)
     if reading is not None and reading[0].legacy_name == name and reading[1] <= end:
         reader, read_to = reading
     else:
@@ -82,8 +94,12 @@ def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
     reader.read(Message.objects.filter(
         conversation=conversation, role=Message.Role.USER, sequence__gte=read_to, sequence__lt=end
     ).order_by("sequence").values_list("content", flat=True))
-    conversation._kinship_reading = (reader, end)
-    return [*names, *reader.aliases()]
+    aliases = [*names, *reader.aliases()]
+    with _KINSHIP_READINGS_LOCK:
+        _KINSHIP_READINGS[conversation.pk] = (reader, end)
+        while len(_KINSHIP_READINGS) > KINSHIP_READINGS_KEPT:
+            _KINSHIP_READINGS.popitem(last=False)
+    return aliases
 
 
 def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_killed_processes_lose_nothing_and_leave_nothing_stuck(request, broker):
     redis_url = request.getfixturevalue("redis_url") if broker == "redis" else ""
     report = bench_faults.run(database_name=connection.settings_dict["NAME"], clients=16,
-                              conversations=2, messages=24, deadline_seconds=75,
+                              conversations=2, messages=24, deadline_seconds=150,
                               redis_url=redis_url)
     print(report.text())
     assert report.problems == [], report.text()

@@ -74,9 +74,11 @@ def test_a_signal_to_the_process_group_stops_the_web_server_and_the_worker(
 ):
     run, pids = _start(tmp_path, stubborn=False)
     os.killpg(run.pid, sig)  # what Ctrl-C in a terminal does
-    took = _wait_stopped(run, pids, 5)
+    # Generous waits: a loaded CI machine is slow to start and stop processes. Stopping
+    # without the 10 s kill of a stubborn worker is what is asserted, not a speed.
+    took = _wait_stopped(run, pids, 20)
     assert _alive(pids) == []
-    assert took < 3
+    assert took < 9.5
     assert run.returncode == exit_code
     assert "killing" not in run.stderr.read()
 
@@ -84,7 +86,7 @@ def test_a_signal_to_the_process_group_stops_the_web_server_and_the_worker(
 def test_sigterm_to_the_script_alone_stops_both(tmp_path):
     run, pids = _start(tmp_path, stubborn=False)
     run.terminate()  # what make does with its recipe when it gets SIGTERM
-    _wait_stopped(run, pids, 5)
+    _wait_stopped(run, pids, 20)
     assert _alive(pids) == []
     assert run.returncode == 143
 
@@ -101,7 +103,7 @@ def test_a_worker_that_does_not_stop_is_killed_after_ten_seconds(tmp_path):
 def test_serve_runs_gunicorn_with_the_worker_and_stops_both(tmp_path):
     run, pids = _start(tmp_path, stubborn=False, mode="serve")
     os.killpg(run.pid, signal.SIGINT)
-    _wait_stopped(run, pids, 5)
+    _wait_stopped(run, pids, 20)
     assert _alive(pids) == []
     assert run.returncode == 130
     args = sorted(Path(f"{pids}.args").read_text().splitlines())
@@ -116,7 +118,7 @@ def test_serve_runs_gunicorn_with_the_worker_and_stops_both(tmp_path):
 def test_run_is_development_with_debug_on(tmp_path):
     run, pids = _start(tmp_path, stubborn=False)
     run.terminate()
-    _wait_stopped(run, pids, 5)
+    _wait_stopped(run, pids, 20)
     assert sorted(Path(f"{pids}.args").read_text().splitlines()) == [
         "manage.py qcluster DEBUG=true",
         "manage.py runserver --noreload 127.0.0.1:8059 DEBUG=true",
