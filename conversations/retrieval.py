@@ -362,38 +362,40 @@ m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
 _CHUNK_SCOPE = """
 m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
 """
-# What ranks a candidate, computed for the candidates only (a few hundred rows at most): the
-# distance to the query as the vector list computed it (a unit outside that list has none: no
-# full vector is read again), the text rank of the stored tsvector, the open-loop match.
-_RANKS = """
-c.d AS distance,
-CASE WHEN m.search_vector @@ q.tsq THEN ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) END
-  AS text_score,
-coalesce(m.search_vector @@ q.loop_tsq, false) AS open_loop
-"""
-_DETAILS = {
-    "message": "SELECT c.list, 'message' AS kind, m.id::text, m.conversation_id, m.sequence, "
-               "m.sequence + 1, m.created_at, NULL::text, " + _RANKS +
-               "FROM cand c JOIN {messages} m ON m.id = c.id CROSS JOIN q WHERE c.kind = 'message'",
-    "chunk": "SELECT c.list, 'chunk' AS kind, m.id::text, m.conversation_id, "
-             "m.message_range_start, m.message_range_end, m.created_at, m.content, " + _RANKS +
-             "FROM cand c JOIN {chunks} m ON m.id = c.id CROSS JOIN q WHERE c.kind = 'chunk'",
+# What each list carries, read with its rows (no candidate is read again by primary key): the
+# unit's place and date, a chunk's text, and its stored tsvector, from which the wrapper of
+# each list computes what ranks the candidate after the list's LIMIT (so for n rows at most):
+# the text rank of the stored tsvector and the open-loop match. The distance is the one the
+# vector list ranked by (a unit outside that list has none: no full vector is read again).
+_COLUMNS = {
+    "message": "{a}.conversation_id, {a}.sequence AS rs, {a}.sequence + 1 AS re, "
+               "{a}.created_at, NULL::text AS content, {a}.search_vector AS sv",
+    "chunk": "{a}.conversation_id, {a}.message_range_start AS rs, {a}.message_range_end AS re, "
+             "{a}.created_at, {a}.content, {a}.search_vector AS sv",
 }
+_RANKS = """
+CASE WHEN x.sv @@ q.tsq THEN ts_rank_cd(x.sv, q.tsq, %(norm)s::int) END AS text_score,
+coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
+"""
 
 
 def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
            recent: bool) -> list[str]:
-    """The candidate lists of one table as SELECTs of (list, kind, id), each answered by an
-    index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
-    newest conversations only), "all" (and the units with every word in the others) or
-    None."""
+    """The candidate lists of one table as SELECTs of (list, kind, id, conversation, range,
+    created_at, chunk text, distance, text rank, open-loop match), each answered by an index
+    with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the newest
+    conversations only), "all" (and the units with every word in the others) or None."""
     source, scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                      else ("{chunks}", _CHUNK_SCOPE))
 
+    def cols(alias: str) -> str:
+        return _COLUMNS[kind].format(a=alias)
+
     def head(name: str) -> str:
         # The vector list carries the cosine distance it ranked by; the others no distance.
-        distance = "d" if name == "vector" else "NULL::float8"
-        return f"SELECT '{name}' AS list, '{kind}' AS kind, id, {distance} AS d FROM "
+        distance = "x.d" if name == "vector" else "NULL::float8"
+        return (f"SELECT '{name}' AS list, '{kind}' AS kind, x.id::text, x.conversation_id, "
+                f"x.rs, x.re, x.created_at, x.content, {distance} AS distance, {_RANKS} FROM ")
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
@@ -404,32 +406,34 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # iterative scans applies the scope after its ef_search neighbours and would lose rows.
         lists.append(
             head("vector") +
-            f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d FROM {source} m, q "
-            f"WHERE {embedded}) "
-            "SELECT id, d FROM s ORDER BY d, id LIMIT %(n)s) AS v"
+            f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d, {cols('m')} "
+            f"FROM {source} m, q WHERE {embedded}) "
+            "SELECT * FROM s ORDER BY d, id LIMIT %(n)s) AS x, q"
         )
     elif vector == "bits":
         # The Hamming distance of every unit in scope to the query's sign bits (for messages an
         # index-only scan of ix_message_units, which holds the bits; no index can order by a
         # column of the CTE q), then the nearest SEARCH_RERANK_CANDIDATES re-ranked by cosine
-        # distance, their full vectors read by primary key.
+        # distance, their full vectors (and carried columns) read by primary key.
         lists.append(
             head("vector") +
-            f"(SELECT b.id, e.embedding <=> q.v AS d FROM (SELECT m.id FROM {source} m, q "
-            f"WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id LIMIT %(r)s) AS b "
-            f"CROSS JOIN LATERAL (SELECT e.embedding FROM {source} e WHERE e.id = b.id) AS e, q "
-            "ORDER BY d, b.id LIMIT %(n)s) AS v"
+            f"(SELECT b.id, e.embedding <=> q.v AS d, {cols('e')} FROM (SELECT m.id FROM "
+            f"{source} m, q WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id "
+            f"LIMIT %(r)s) AS b "
+            f"CROSS JOIN LATERAL (SELECT * FROM {source} e WHERE e.id = b.id) AS e, q "
+            "ORDER BY d, b.id LIMIT %(n)s) AS x, q"
         )
     elif vector == "hnsw":
         # The HNSW index of the sign bits with an iterative scan: it reads on until it has
-        # SEARCH_RERANK_CANDIDATES units in scope, whose vectors it has read with them; they
-        # are re-ranked by cosine distance.
+        # SEARCH_RERANK_CANDIDATES units in scope, whose vectors (and carried columns) it has
+        # read with them; they are re-ranked by cosine distance.
         lists.append(
             head("vector") +
-            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding FROM {source} m WHERE {scope} "
-            "AND m.embedding_model = %(model)s "
+            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {source} m "
+            f"WHERE {scope} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
-            "SELECT b.id, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) AS v"
+            "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
+            "AS x, q"
         )
     if text:
         # Bounded whatever the history: the units that share a word with the query are ranked
@@ -441,46 +445,45 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
                 "m.created_at DESC, m.id LIMIT %(n)s")
         lists.append(
             head("text") +
-            f"(SELECT m.id FROM {source} m, q WHERE {text_scope} AND m.search_vector @@ q.tsq "
-            f"{rank}) AS t"
+            f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {text_scope} "
+            f"AND m.search_vector @@ q.tsq {rank}) AS x, q"
         )
         if text == "all":
             lists.append(
                 head("text_all") +
-                f"(SELECT m.id FROM {source} m, q WHERE {scope} "
-                f"AND m.search_vector @@ q.tsq_all {rank}) AS ta"
+                f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {scope} "
+                f"AND m.search_vector @@ q.tsq_all {rank}) AS x, q"
             )
     if loops:
         lists.append(
             head("loop") +
-            f"(SELECT m.id FROM {source} m, q WHERE {scope} AND m.search_vector @@ q.loop_tsq "
-            "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS l"
+            f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {scope} "
+            "AND m.search_vector @@ q.loop_tsq ORDER BY m.created_at DESC, m.id "
+            "LIMIT %(n)s) AS x, q"
         )
     if recent and kind == "message":
         # The newest messages of the newest conversations, each read backwards from its end.
         lists.append(
             head("recent") +
-            f"(SELECT x.id FROM unnest(%(newest)s::uuid[]) AS nc(id) "
-            f"CROSS JOIN LATERAL (SELECT m.id, m.created_at FROM {source} m "
+            f"(SELECT y.* FROM unnest(%(newest)s::uuid[]) AS nc(id) "
+            f"CROSS JOIN LATERAL (SELECT m.id, {cols('m')} FROM {source} m "
             "WHERE m.conversation_id = nc.id AND m.role IN ('user', 'assistant') "
-            "ORDER BY m.sequence DESC LIMIT %(n)s) AS x "
-            "ORDER BY x.created_at DESC, x.id LIMIT %(n)s) AS r"
+            "ORDER BY m.sequence DESC LIMIT %(n_recent)s) AS y "
+            "ORDER BY y.created_at DESC, y.id LIMIT %(n_recent)s) AS x, q"
         )
     elif recent:
         lists.append(
             head("recent") +
-            f"(SELECT m.id FROM {source} m WHERE {scope} "
-            "ORDER BY m.created_at DESC, m.id LIMIT %(n)s) AS r"
+            f"(SELECT m.id, {cols('m')} FROM {source} m WHERE {scope} "
+            "ORDER BY m.created_at DESC, m.id LIMIT %(n_recent)s) AS x, q"
         )
     return lists
 
 
-def _candidates_sql(selects: list[str], kinds: set[str]) -> str:
-    """One statement: the query CTE, the lists' ids, then the ranks of those ids only."""
-    details = "\nUNION ALL\n".join(_DETAILS[kind] for kind in ("message", "chunk")
-                                   if kind in kinds)
-    return (f"WITH {_QUERY_CTE}, cand AS ({' UNION ALL '.join(selects)})\n{details}"
-            .format(**_tables()))
+def _candidates_sql(selects: list[str]) -> str:
+    """One statement: the query CTE, then every list with the columns that rank its rows."""
+    lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
+    return f"WITH {_QUERY_CTE}\n{lists}".format(**_tables())
 
 
 @dataclass
@@ -541,9 +544,10 @@ def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tup
         return cursor.fetchall()
 
 
-def _fetch_candidates(scope: Scope, params: dict[str, object],
-                      n: int) -> tuple[dict[tuple, _Unit], str]:
-    """The candidates by (kind, id), and how the vector lists were read."""
+def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
+                      n_recent: int) -> tuple[dict[tuple, _Unit], str]:
+    """The candidates by (kind, id), and how the vector lists were read. Each list holds `n`
+    units at most, the newest units' list `n_recent`."""
     vector = params["vec"] is not None
     embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
     scans = {kind: _vector_scan(embedded[kind]) for kind in embedded}
@@ -562,11 +566,12 @@ def _fetch_candidates(scope: Scope, params: dict[str, object],
     if not selects:
         return {}, "none"
     r = max(settings.SEARCH_RERANK_CANDIDATES, n)
-    params = {**params, "n": n, "r": r, "newest": [str(pk) for pk in scope.newest(n)],
+    params = {**params, "n": n, "r": r, "n_recent": n_recent,
+              "newest": [str(pk) for pk in scope.newest(n_recent)],
               "text_conv": [str(pk) for pk in text_conv]}
     used = {scans[kind] for kind in kinds if embedded[kind]} if vector else set()
     units: dict[tuple, _Unit] = {}
-    _add_rows(units, _run(_candidates_sql(selects, kinds), params, hnsw="hnsw" in used, r=r))
+    _add_rows(units, _run(_candidates_sql(selects), params, hnsw="hnsw" in used, r=r))
     if not used:
         return units, "none"
     if "hnsw" not in used:
@@ -584,7 +589,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object],
         logger.info("iterative scan found %d of %d %s candidates; exact Hamming scan", found,
                     min(n, embedded[kind]), kind)
         sql = _candidates_sql(_lists(kind, vector="bits", text=None, loops=False,
-                                     recent=False), {kind})
+                                     recent=False))
         _add_rows(units, _run(sql, params, hnsw=False, r=r))
         completed = True
     return units, "hnsw+bits" if completed else "hnsw"
@@ -781,14 +786,25 @@ def search_conversations(
     message_counts = {c.id: c.message_count for c in scope.conversations}
     now = timezone.now()
     n = max(settings.SEARCH_CANDIDATES, k)
+    # With words and a vector, a unit that only the newest units' list found has no vector
+    # rank and at best a text rank below the text list's n, so it scores little more than its
+    # recency (at most SEARCH_RECENCY_WEIGHT); when that is below the fused score of the vector
+    # list's k-th unit, it cannot be among the top k and the first pass reads the newest k
+    # units only. A widened pass reads n of every list.
+    n_recent = n
+    rrf_floor = min(1.0, settings.SEARCH_CHUNK_WEIGHT) / (settings.SEARCH_RRF_K + k)
+    if (vec is not None and scope.messages_embedded + scope.chunks_embedded >= k
+            and rrf_floor > settings.SEARCH_RECENCY_WEIGHT):
+        n_recent = k
     while True:
-        units, vector_scan = _fetch_candidates(scope, params, n)
+        units, vector_scan = _fetch_candidates(scope, params, n, n_recent)
         places = _places(_rank(list(units.values()), now), k, message_counts)
         # Overlapping units merged into fewer than k places: widen the lists until there are
         # k places or every unit in scope was a candidate.
-        if len(places) >= k or len(units) >= scope.total or n >= scope.total:
+        if len(places) >= k or len(units) >= scope.total or min(n, n_recent) >= scope.total:
             break
-        n *= 4
+        n = n if n_recent < n else n * 4
+        n_recent = n
     texts = _window_messages(places)
     return SearchResult(hits=[_hit(place, texts) for place in places], total=scope.total,
                         warnings=warnings, vector_scan=vector_scan)

@@ -277,6 +277,30 @@ def test_k_units_that_do_not_overlap_are_k_hits(family, settings):
     assert len({hit.message_range_start for hit in result.hits}) == 10
 
 
+def test_the_short_newest_list_widens_when_its_units_make_too_few_places(family, settings):
+    # With words and a vector the first pass reads only the newest k units; here the vector
+    # list's four messages make one place and the newest four messages (unembedded, no word of
+    # the query) two more, so the widened pass must read more of the newest units.
+    settings.SEARCH_WINDOW_BEFORE, settings.SEARCH_WINDOW_AFTER = 0, 1
+    query_vector = get_embedder().embed([QUERY])[0]
+    older = ConversationFactory(user=family.owner, legacy=family.legacy,
+                                last_message_at=timezone.now() - timedelta(days=10))
+    near_rows = _messages_near(older, query_vector, 4, 0.01, 40)
+    Message.objects.filter(pk__in=[r.pk for r in near_rows]).update(
+        created_at=timezone.now() - timedelta(days=10))
+    newer = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(newer, [("user", f"Plain note {i}.") for i in range(5)],
+                    last_message_at=timezone.now())
+
+    result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=4)
+
+    assert (len(result.hits), result.total) == (4, 9)
+    assert [(h.conversation_id, h.message_range_start, h.message_range_end)
+            for h in result.hits][0] == (older.pk, 0, 4)
+    assert sorted((h.message_range_start, h.message_range_end) for h in result.hits
+                  if h.conversation_id == newer.pk) == [(0, 2), (2, 4), (4, 5)]
+
+
 # --- Ranking ----------------------------------------------------------------------------------------
 
 
