@@ -47,8 +47,8 @@ def _embedding_bits() -> models.GeneratedField:
     )
 
 
-def _bits_hnsw(name: str) -> HnswIndex:
-    return HnswIndex(name=name, fields=["embedding_bits"], m=16, ef_construction=64,
+def _bits_hnsw(name: str, *, m: int = 16, ef_construction: int = 64) -> HnswIndex:
+    return HnswIndex(name=name, fields=["embedding_bits"], m=m, ef_construction=ef_construction,
                      opclasses=["bit_hamming_ops"])
 
 
@@ -169,7 +169,9 @@ class Message(models.Model):
             # No HNSW index on the full vectors: the search finds candidates by the sign bits
             # and reads full vectors by primary key only (migration 0007 dropped it; it cost
             # every embedded message most of its write time).
-            _bits_hnsw("ix_message_embedding_bits"),
+            # m=8, ef_construction=32 (chunks keep 16/64): cheaper to insert every embedded
+            # message into, the same search quality measured (docs/benchmarks.md, Scale).
+            _bits_hnsw("ix_message_embedding_bits", m=8, ef_construction=32),
         ]
         constraints = [
             models.UniqueConstraint(

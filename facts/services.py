@@ -3,6 +3,7 @@
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -451,8 +452,7 @@ def fact_find_duplicate(
     and months (`fact_values`): a corrected year is a new fact, not a duplicate.
     Categories are ignored: the same statement filed under two categories is still one fact.
     """
-    key = normalize_fact_text(content)
-    words = set(key.split())
+    key, words = _dedup_words(content)
     values = fact_values(content)
     threshold = settings.FACT_DEDUP_SIMILARITY
     # Only current facts: saying a value again that a correction replaced is a new fact (which
@@ -460,18 +460,32 @@ def fact_find_duplicate(
     candidates = LegacyFact.objects.filter(legacy=legacy, user=user, superseded_by__isnull=True)
     if exclude is not None:
         candidates = candidates.exclude(pk=exclude.pk)
-    for fact in candidates.only("id", "content"):
-        other_key = normalize_fact_text(fact.content)
+    # Ids and texts only, in the facts' order; the texts' keys, word sets and values are
+    # cached by text (an archive compares each new fact with the same facts batch after
+    # batch), and only the duplicate found is loaded.
+    for pk, other_content in candidates.values_list("pk", "content"):
+        other_key, other = _dedup_words(other_content)
         if other_key == key:
-            return fact
-        other = set(other_key.split())
-        union = words | other
+            return LegacyFact.objects.get(pk=pk)
+        union = len(words | other)
         if (
-            union and len(words & other) / len(union) >= threshold
-            and fact_values(fact.content) == values
+            union and len(words & other) / union >= threshold
+            and _cached_fact_values(other_content) == values
         ):
-            return fact
+            return LegacyFact.objects.get(pk=pk)
     return None
+
+
+@lru_cache(maxsize=8192)
+def _dedup_words(content: str) -> tuple[str, frozenset[str]]:
+    """A text's duplicate key (`normalize_fact_text`) and the set of its words."""
+    key = normalize_fact_text(content)
+    return key, frozenset(key.split())
+
+
+@lru_cache(maxsize=8192)
+def _cached_fact_values(content: str) -> frozenset[str]:
+    return fact_values(content)
 
 
 def fact_create(

@@ -54,6 +54,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='message',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding_bits'], m=16, name='ix_message_embedding_bits', opclasses=['bit_hamming_ops']),
+            index=pgvector.django.indexes.HnswIndex(ef_construction=32, fields=['embedding_bits'], m=8, name='ix_message_embedding_bits', opclasses=['bit_hamming_ops']),
         ),
     ]

@@ -1,4 +1,5 @@
-"""App config of the platforms: registers the OpenAPI scheme of their keys."""
+"""App config of the platforms: registers the OpenAPI scheme of their keys and the webhook
+receivers check with memory_site.core.events."""
 
 from django.apps import AppConfig
 
@@ -10,4 +11,8 @@ class PlatformsConfig(AppConfig):
     verbose_name = "Platforms"
 
     def ready(self) -> None:
+        from memory_site.core import events
         from memory_site.platforms import schema  # noqa: F401 - registers the OpenAPI extension
+        from memory_site.platforms.webhooks import has_receivers
+
+        events.register_receivers_check(has_receivers)

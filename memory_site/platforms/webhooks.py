@@ -126,6 +126,15 @@ def _enqueue_delivery(delivery_id: int) -> None:
     )
 
 
+def has_receivers(user_id: int, event_type: str) -> bool:
+    """Whether `fan_out` would create a delivery for an event of `user_id`: the user is a
+    platform's and that platform has an active endpoint (endpoints take every event type, so
+    `event_type` does not narrow it). One EXISTS over the platform user's unique user id and
+    the endpoints' platform index. Registered with memory_site.core.events in the app's
+    ready(), so an event nobody can receive queues no fan-out job."""
+    return WebhookEndpoint.objects.filter(active=True, platform__users__user_id=user_id).exists()
+
+
 def fan_out(event: dict[str, Any]) -> int:
     """Job: one pending delivery of `event` (from memory_site.core.events.publish) per active
     endpoint of the user's platform, each delivered by its own job. Nothing for a user who is

@@ -2,7 +2,7 @@
 another platform's is a 404); the pipeline's events reach a local receiver signed, stamped and
 with their id; a failing endpoint is retried with backoff, then failed, and never touches the
 pipeline; no http(s), private addresses and redirects are refused; users of no platform emit
-nothing."""
+nothing, and an event nobody can receive queues no fan-out job."""
 
 import ast
 import hashlib
@@ -14,15 +14,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
-from django_q.models import Schedule
+from django_q.models import OrmQ, Schedule
 from rest_framework.test import APIClient
 
 from conversations.models import ConversationChunk
 from conversations.services import conversation_catch_up
 from facts.models import LegacyFact
+from memory_site.core import events
 from memory_site.platforms.models import PlatformKey, WebhookDelivery, WebhookEndpoint
 from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
-from memory_site.platforms.webhooks import DELIVER_TASK, deliver
+from memory_site.platforms.webhooks import DELIVER_TASK, deliver, fan_out
 from tests.factories import ConversationFactory, LegacyFactory, UserFactory, import_messages
 
 pytestmark = pytest.mark.django_db
@@ -338,3 +339,59 @@ def test_a_deleted_endpoint_gets_nothing_more(platform, receiver,
     assert _client(platform).delete(f"/api/platform/webhooks/{endpoint_id}").status_code == 204
     _catch_up(_platform_conversation(platform), django_capture_on_commit_callbacks)
     assert receiver.requests == [] and not WebhookDelivery.objects.exists()
+
+
+def _queued_fan_outs() -> list[dict]:
+    return [q.task for q in OrmQ.objects.all() if q.task["func"] == events.FAN_OUT_TASK]
+
+
+@pytest.fixture
+def queued(settings):
+    """Jobs stay in the database queue instead of running in the process."""
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "sync": False}
+
+
+def test_an_event_nobody_can_receive_queues_no_job(platform, receiver, queued,
+                                                   django_capture_on_commit_callbacks):
+    key = PlatformKey.objects.get_from_key(platform)
+    without_endpoint, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    of_no_platform = UserFactory()
+    _, other_key = platform_key_create(name="other-frontend")
+    _register(other_key, receiver.url)  # another platform's endpoint reaches neither user
+    endpoint_id = _register(platform, receiver.url)["id"]
+    WebhookEndpoint.objects.filter(pk=endpoint_id).update(active=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        for user_id in (without_endpoint.user_id, of_no_platform.pk):
+            for event_type in events.EVENT_TYPES:
+                events.publish(event_type, user_id=user_id, data={"n": 1})
+    assert _queued_fan_outs() == []
+    assert not WebhookDelivery.objects.exists()
+    assert receiver.requests == []
+
+
+def test_an_event_with_a_receiver_queues_one_fan_out_as_before(platform, receiver, queued,
+                                                               django_capture_on_commit_callbacks):
+    key = PlatformKey.objects.get_from_key(platform)
+    platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    endpoint_id = _register(platform, receiver.url)["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
+    [task] = _queued_fan_outs()
+    [event] = task["args"]
+    assert event["type"] == "summary.completed" and event["user_id"] == platform_user.user_id
+    assert not WebhookDelivery.objects.exists()
+    with django_capture_on_commit_callbacks(execute=False):
+        assert fan_out(event) == 1
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.endpoint_id == endpoint_id and str(delivery.event_id) == event["id"]
+    assert delivery.payload["user"] == {"external_id": "u-1"}
+
+
+def test_without_a_registered_check_every_event_is_queued(platform, queued, monkeypatch,
+                                                          django_capture_on_commit_callbacks):
+    monkeypatch.setattr(events, "_receivers_check", None)
+    person = UserFactory()
+    with django_capture_on_commit_callbacks(execute=True):
+        events.publish(events.FACTS_EXTRACTED, user_id=person.pk, data={"n": 1})
+    [task] = _queued_fan_outs()
+    assert task["args"][0]["user_id"] == person.pk

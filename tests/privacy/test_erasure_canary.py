@@ -140,7 +140,10 @@ def plant(*, user, canary: str, legacy, endpoint, openai_llm,
         "/accounts/login/", {"username": user.username, "password": "wrong"})
 
     # The job queue: a summarisation and an event queued (not run) on the database broker,
-    # a success and a failure saved as a worker saves them.
+    # a success and a failure saved as a worker saves them. The user is a platform's with an
+    # endpoint, or the event would queue nothing.
+    PlatformUser.objects.create(platform=endpoint.platform, external_id=f"ext-{user.pk}",
+                                user=user)
     enqueue_summarization(conversation_id=conversation_id)
     with django_capture_on_commit_callbacks(execute=True):
         events.publish(events.FACTS_EXTRACTED, user_id=user.pk,
@@ -157,8 +160,6 @@ def plant(*, user, canary: str, legacy, endpoint, openai_llm,
         }, get_broker())
 
     # A webhook delivery of the user's event, with its payload.
-    PlatformUser.objects.create(platform=endpoint.platform, external_id=f"ext-{user.pk}",
-                                user=user)
     assert fan_out(_event(user, canary)) == 1
     return Planted(conversation_id=conversation_id, fact_ids=fact_ids)
 
