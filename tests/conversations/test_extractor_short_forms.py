@@ -8,33 +8,12 @@ from pathlib import Path
 import pytest
 
 from conversations.services.summarization import legacy_aliases
-from memory_site.core.ai import KnownFact, TranscriptLine
 from memory_site.core.ai.offline.facts import extract_facts
 from memory_site.core.language.attributes import absolute_contradicted
-from memory_site.core.language.kinship import kinship_aliases
 from memory_site.core.language.names import short_forms
+from tests.support.extraction import corrected, facts_of, lines
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def lines(*said):
-    pairs = [s if isinstance(s, tuple) else ("user", s) for s in said]
-    return [TranscriptLine(sequence=i, role=role, content=text)
-            for i, (role, text) in enumerate(pairs)]
-
-
-def corrected(*said, name, known=()):
-    """(content, supersedes) of one batch, with the aliases the pipeline passes for `name`."""
-    names = legacy_aliases(name)
-    kin = kinship_aliases([line.content for line in lines(*said) if line.role == "user"],
-                          name, names)
-    facts = extract_facts(lines(*said), name, [*names, *kin],
-                          [KnownFact(ref=f"f{i}", content=c) for i, c in enumerate(known, 1)])
-    return [(f.content, f.supersedes) for f in facts]
-
-
-def facts_of(*said, name):
-    return [content for content, _ in corrected(*said, name=name)]
 
 
 # --- short forms of the legacy's first name -------------------------------------------------

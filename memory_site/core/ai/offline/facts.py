@@ -50,14 +50,17 @@ _LEAD_IN = re.compile(
 )
 # What a user says before correcting themselves ("Actually, …", "Hold on, I got that wrong —
 # …"); several may follow each other.
+# Phrases that announce a correction, alone or before it ("One correction.", "I need to fix
+# something:").
+_A_CORRECTION = r"(?:(?:one|a|small|quick|one\s+more)\s+)?correction"
+_TO_FIX = (r"i\s+(?:need|have|want)\s+to\s+(?:fix|correct)\s+(?:something|that|this|"
+           r"one\s+thing|a\s+thing|myself)")
 _CORRECTION = re.compile(
     r"^(?:no,?\s+)?(?:actually|sorry,?\s+i\s+mean(?:t)?|sorry|i\s+mean(?:t)?|"
-    r"(?:(?:one|a|small|quick|one\s+more)\s+)?correction:?|"
+    rf"{_A_CORRECTION}:?|"
     r"wait,?\s+no|no\s+wait|oops|my mistake|my bad|hold on|hang on|scratch that|"
     r"i\s+got\s+(?:that|it|this)\s+wrong|i\s+was\s+wrong|i\s+made\s+a\s+mistake|"
-    r"let\s+me\s+correct\s+(?:that|myself)|"
-    r"i\s+(?:need|have|want)\s+to\s+(?:fix|correct)\s+(?:something|that|this|one\s+thing|"
-    r"a\s+thing|myself))\b(?:\s*[,:.!;—–-])*\s*",
+    rf"let\s+me\s+correct\s+(?:that|myself)|{_TO_FIX})\b(?:\s*[,:.!;—–-])*\s*",
     re.IGNORECASE,
 )
 _NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+|an\s+)?([\w'-]+)(?=\s*(?:[.,;!]|$))",
@@ -163,8 +166,7 @@ def _clauses(sentences: Sequence[str], reference: re.Pattern[str]) -> list[str]:
 _WORD = re.compile(r"\w")
 # A sentence that only announces a correction ("I need to fix something.", "One correction.").
 _MARKER_ONLY = re.compile(
-    r"^(?:i\s+(?:need|have|want)\s+to\s+(?:fix|correct)\s+(?:something|that|this|one\s+thing|"
-    r"a\s+thing|myself)|(?:(?:one|a|small|quick|one\s+more)\s+)?correction|i\s+got\s+"
+    rf"^(?:{_TO_FIX}|{_A_CORRECTION}|i\s+got\s+"
     r"(?:something|that|it|this)\s+wrong|i\s+made\s+a\s+mistake)\W*$",
     re.IGNORECASE,
 )
