@@ -353,15 +353,9 @@ def test_guesses_hedges_and_other_people_never_supersede():
 
 
 def test_the_corrections_dev_set_files_nothing_it_must_not():
-    import importlib.util
-    from pathlib import Path
+    from tests.support.extraction import quality_report
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location(
-        "extractor_quality", root / "benchmarks" / "extractor_quality.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    report = module.evaluate(root / "tests" / "data" / "extractor_corrections_dev.json")
+    report = quality_report("extractor_corrections_dev")
     assert report.wrongly_filed == [] and report.malformed == []
     assert report.precision >= 0.95, report.spurious
     assert report.recall >= 0.9, report.misses

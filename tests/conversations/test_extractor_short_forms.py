@@ -2,19 +2,13 @@
 the nickname table, counts and ordinals corrected later, "never" paired only when it is the
 same thing, and the recall rules for text typed the way families type (docs/quality.md)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from conversations.services.summarization import legacy_aliases
 from memory_site.core.ai.offline.facts import extract_facts
 from memory_site.core.language.attributes import absolute_contradicted
 from memory_site.core.language.names import short_forms
-from tests.support.extraction import corrected, facts_of, lines
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from tests.support.extraction import corrected, facts_of, lines, quality_report
 
 # --- short forms of the legacy's first name -------------------------------------------------
 
@@ -146,11 +140,7 @@ def test_who_the_person_is_and_another_subjects_clause_are_not_filed():
 
 
 def test_the_third_corrections_dev_set_files_nothing_it_must_not():
-    spec = importlib.util.spec_from_file_location(
-        "extractor_quality", ROOT / "benchmarks" / "extractor_quality.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    report = module.evaluate(ROOT / "tests" / "data" / "extractor_corrections_dev3.json")
+    report = quality_report("extractor_corrections_dev3")
     assert report.wrongly_filed == [] and report.malformed == []
     assert report.precision >= 0.95, report.spurious
     assert report.recall >= 0.8, report.misses

@@ -27,3 +27,16 @@ def corrected(*said, name, known=()):
 
 def facts_of(*said, name):
     return [content for content, _ in corrected(*said, name=name)]
+
+
+def quality_report(set_name: str):
+    """benchmarks/extractor_quality.py's report of one labelled set in tests/data."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location(
+        "extractor_quality", root / "benchmarks" / "extractor_quality.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.evaluate(root / "tests" / "data" / f"{set_name}.json")
