@@ -38,6 +38,10 @@ def _start(tmp_path: Path, *, stubborn: bool, mode: str = "") -> tuple[subproces
         env={**{k: v for k, v in os.environ.items() if k != "DEBUG"}, "PY": str(fake),
              "PORT": "8059", "WEB_CONCURRENCY": "3"},
         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A test run started in the background of a shell (`make test &`) inherits SIGINT
+        # ignored, and bash cannot trap a signal ignored on entry: give the script the
+        # default disposition a terminal's Ctrl-C meets.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -74,11 +78,9 @@ def test_a_signal_to_the_process_group_stops_the_web_server_and_the_worker(
 ):
     run, pids = _start(tmp_path, stubborn=False)
     os.killpg(run.pid, sig)  # what Ctrl-C in a terminal does
-    # Generous waits: a loaded CI machine is slow to start and stop processes. Stopping
-    # without the 10 s kill of a stubborn worker is what is asserted, not a speed.
-    took = _wait_stopped(run, pids, 20)
+    took = _wait_stopped(run, pids, 5)
     assert _alive(pids) == []
-    assert took < 9.5
+    assert took < 3
     assert run.returncode == exit_code
     assert "killing" not in run.stderr.read()
 
@@ -86,7 +88,7 @@ def test_a_signal_to_the_process_group_stops_the_web_server_and_the_worker(
 def test_sigterm_to_the_script_alone_stops_both(tmp_path):
     run, pids = _start(tmp_path, stubborn=False)
     run.terminate()  # what make does with its recipe when it gets SIGTERM
-    _wait_stopped(run, pids, 20)
+    _wait_stopped(run, pids, 5)
     assert _alive(pids) == []
     assert run.returncode == 143
 
@@ -103,7 +105,7 @@ def test_a_worker_that_does_not_stop_is_killed_after_ten_seconds(tmp_path):
 def test_serve_runs_gunicorn_with_the_worker_and_stops_both(tmp_path):
     run, pids = _start(tmp_path, stubborn=False, mode="serve")
     os.killpg(run.pid, signal.SIGINT)
-    _wait_stopped(run, pids, 20)
+    _wait_stopped(run, pids, 5)
     assert _alive(pids) == []
     assert run.returncode == 130
     args = sorted(Path(f"{pids}.args").read_text().splitlines())
@@ -118,7 +120,7 @@ def test_serve_runs_gunicorn_with_the_worker_and_stops_both(tmp_path):
 def test_run_is_development_with_debug_on(tmp_path):
     run, pids = _start(tmp_path, stubborn=False)
     run.terminate()
-    _wait_stopped(run, pids, 20)
+    _wait_stopped(run, pids, 5)
     assert sorted(Path(f"{pids}.args").read_text().splitlines()) == [
         "manage.py qcluster DEBUG=true",
         "manage.py runserver --noreload 127.0.0.1:8059 DEBUG=true",
