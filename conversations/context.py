@@ -80,7 +80,8 @@ class ContextPacket:
 
     @property
     def raw_from_sequence(self) -> int | None:
-        return first_sequence(self.raw_turns)
+        """The first message of the raw turns; None without any."""
+        return self.raw_turns[0][0].sequence if self.raw_turns else None
 
     @property
     def memories(self) -> list[AgentMemory]:
@@ -185,12 +186,6 @@ class ReplayedMessages:
     raw_turns: list[list[Message]]  # the checkpoint's last turns, read once for the packet
 
 
-
-def first_sequence(turns: list[list[Message]]) -> int | None:
-    """The first message of the raw turns; None without any."""
-    return turns[0][0].sequence if turns else None
-
-
 def context_messages(conversation: Conversation) -> ReplayedMessages:
     """The raw turns (the checkpoint's last CONTEXT_RAW_TURNS turns, seed 004) and, before
     them, seed 002's read: the messages after the latest completed summary or, without a
@@ -291,7 +286,9 @@ def build_context(
     summary, messages = replayed.summary, replayed.messages
     if query is None or not query.strip():
         latest_user = next((m for m in reversed(messages) if m.role == Message.Role.USER), None)
-        if latest_user is None:
+        # With raw turns the read above holds the latest user message whenever there is one;
+        # only without them can it lie before what is replayed.
+        if latest_user is None and settings.CONTEXT_RAW_TURNS < 1:
             latest_user = (
                 Message.objects.filter(conversation=conversation, role=Message.Role.USER)
                 .order_by("-sequence").first()

@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from conversations.embedding import model_key
+from conversations.embedding import embed_texts, model_key
 from conversations.models import (
     STORED_TEXT_CONFIG,
     Conversation,
@@ -34,7 +34,7 @@ from conversations.models import (
     Message,
 )
 from facts.models import Legacy
-from memory_site.core.ai import EmbeddingError, get_embedder, truncate_to_tokens
+from memory_site.core.ai import EmbeddingError, truncate_to_tokens
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -731,7 +731,8 @@ def _hit(place: _Place, texts: dict[tuple[UUID, int], tuple[str, str]]) -> Searc
 
 def _embed_query(query: str) -> str | None:
     try:
-        return _vector_literal(get_embedder().embed([query])[0])
+        # As stored vectors are made: EmbeddingError (text only) on a vector of another size.
+        return _vector_literal(embed_texts([query])[0])
     except EmbeddingError as exc:
         logger.warning("search without vectors, the embedder failed: %s", exc)
         return None

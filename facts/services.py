@@ -418,9 +418,11 @@ def _written_number(words: list[str]) -> int:
     return total + current
 
 
+@lru_cache(maxsize=8192)
 def fact_values(content: str) -> frozenset[str]:
     """The numbers, years and months a fact states, however written: "1955" and "nineteen
-    fifty-five" are one value, "her first job" states 1, "3rd" and "three" are 3."""
+    fifty-five" are one value, "her first job" states 1, "3rd" and "three" are 3. Cached by
+    text: fact_find_duplicate compares each new fact with the same facts batch after batch."""
     values = {month.lower() for month in _MONTHS.findall(content)}
     text = normalize_fact_text(re.sub(r"(?<=\d),(?=\d{3}\b)", "", content))
     run: list[str] = []
@@ -470,7 +472,7 @@ def fact_find_duplicate(
         union = len(words | other)
         if (
             union and len(words & other) / union >= threshold
-            and _cached_fact_values(other_content) == values
+            and fact_values(other_content) == values
         ):
             return LegacyFact.objects.get(pk=pk)
     return None
@@ -481,11 +483,6 @@ def _dedup_words(content: str) -> tuple[str, frozenset[str]]:
     """A text's duplicate key (`normalize_fact_text`) and the set of its words."""
     key = normalize_fact_text(content)
     return key, frozenset(key.split())
-
-
-@lru_cache(maxsize=8192)
-def _cached_fact_values(content: str) -> frozenset[str]:
-    return fact_values(content)
 
 
 def fact_create(

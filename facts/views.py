@@ -13,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from facts import selectors, services
 from facts.forms import InvitationAnswerForm, InviteForm, LeaveLegacyForm
-from facts.models import Legacy, LegacyFact
+from facts.models import FactConflict, Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
@@ -49,10 +49,11 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
             [filter_error, f"Search text: {NUL_MESSAGE} Showing every fact."]
         ).strip()
         text = ""
+    conflicts = list(selectors.conflicts_visible_to(request.user, legacy))
     visible = _with_lifecycle(request.user, list(
         selectors.facts_filtered(user=request.user, legacy=legacy, category=category, text=text)
         .select_related("source_conversation")
-    ))
+    ), conflicts=conflicts)
     mine = [f for f in visible if f.user_id == request.user.pk]
     return {
         "legacy": legacy,
@@ -67,21 +68,28 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
         "categories": LegacyFact.Category.values,
         "visibilities": LegacyFact.Visibility.choices,
         "members": selectors.legacy_members(legacy=legacy),
-        "conflicts": list(selectors.conflicts_visible_to(request.user, legacy)),
+        "conflicts": conflicts,
     }
 
 
-def _with_lifecycle(user: object, facts: list[LegacyFact]) -> list[LegacyFact]:
+def _with_lifecycle(
+    user: object, facts: list[LegacyFact], conflicts: list[FactConflict] | None = None
+) -> list[LegacyFact]:
     """Each fact with what its rows show of its lifecycle: `corrected_values`, the earlier
     values it corrected that the user may see, and `conflicting`, the other members' facts it
-    conflicts with (only where the user may see both: selectors.conflicts_visible_to)."""
+    conflicts with (only where the user may see both: selectors.conflicts_visible_to). The
+    caller that already read the conflicts of the facts' legacy passes them as `conflicts`."""
     corrections = selectors.fact_corrections_visible(user=user, facts=facts)
+    if conflicts is None:
+        legacies = {fact.legacy_id: fact for fact in facts}
+        conflicts = [
+            conflict for fact in legacies.values()
+            for conflict in selectors.conflicts_visible_to(user, fact.legacy)
+        ]
     conflicting: dict[object, list[LegacyFact]] = {}
-    legacies = {fact.legacy_id: fact for fact in facts}
-    for fact in legacies.values():
-        for conflict in selectors.conflicts_visible_to(user, fact.legacy):
-            conflicting.setdefault(conflict.fact_a_id, []).append(conflict.fact_b)
-            conflicting.setdefault(conflict.fact_b_id, []).append(conflict.fact_a)
+    for conflict in conflicts:
+        conflicting.setdefault(conflict.fact_a_id, []).append(conflict.fact_b)
+        conflicting.setdefault(conflict.fact_b_id, []).append(conflict.fact_a)
     for fact in facts:
         fact.corrected_values = corrections.get(fact.pk, [])
         fact.conflicting = conflicting.get(fact.pk, [])

@@ -143,7 +143,6 @@ def embedding_column_dimensions() -> dict[str, int | None]:
     return found
 
 
-# The HNSW indexes on the vector columns, as the migrations create them.
 # The vector columns and the HNSW index on each full vector (None: the column has none; since
 # migration 0007 messages are searched by their sign bits' index, not their full vectors').
 VECTOR_COLUMNS = {

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations import queue, selectors
-from conversations.embedding import model_key
+from conversations.embedding import embed_texts, model_key
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.services import messages as message_services
 from facts.models import LegacyFact
@@ -28,7 +28,6 @@ from memory_site.core.ai import (
     LLMError,
     LLMOutputError,
     TranscriptLine,
-    get_embedder,
     get_llm,
 )
 from memory_site.core.errors import NotFound
@@ -322,9 +321,9 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
         aliases=conversation_aliases(conversation=conversation, end=end),
         known_facts=[KnownFact(ref=ref, content=fact.content) for ref, fact in known_by_ref.items()],
     )
-    vectors = get_embedder().embed([extraction.summary])
-    if len(vectors) != 1 or len(vectors[0]) != settings.EMBEDDING_DIMENSIONS:
-        raise EmbeddingError("the embedder did not return one vector of the configured size")
+    # The chunk's vector as every stored vector is made (long texts in parts; EmbeddingError
+    # on a vector of another size), so it is one of model_key()'s.
+    vectors = embed_texts([extraction.summary])
     try:
         with transaction.atomic():
             _lock_conversation(conversation)

@@ -127,8 +127,13 @@ def test_without_messages_or_summary_nothing_is_read_twice(family, settings):
     for i in range(4):
         message_append(conversation=conversation, role="assistant", content=f"Hello {i}.")
 
-    packet = build_context(conversation=conversation, now=NOW)
+    with CaptureQueriesContext(connection) as queries:
+        packet = build_context(conversation=conversation, now=NOW)
 
+    message_reads = [q["sql"] for q in queries.captured_queries
+                     if q["sql"].lstrip().startswith("SELECT")
+                     and 'FROM "conversations_message"' in q["sql"]]
+    assert len(message_reads) == 1, message_reads
     # No user message: no raw turns; the last three messages are replayed.
     assert packet.raw_turns == []
     assert [m.sequence for m in packet.messages] == [1, 2, 3]

@@ -54,15 +54,15 @@ def test_the_agents_question_is_replayed_though_the_summary_covers_it(answered):
     assert "They talked about Rose." in packet.system_prompt  # the summary is still there
 
 
-def test_the_raw_turns_are_the_checkpoints_last_turns(answered, settings):
-    for turns in (1, 3, 5):
-        settings.CONTEXT_RAW_TURNS = turns
-        packet = build_context(conversation=answered, now=NOW)
-        snapshot = checkpoint_snapshot(conversation=answered)
-        assert len(snapshot.last_turns) == turns
-        assert [m.sequence for m in packet.messages] == [
-            m.sequence for turn in snapshot.last_turns for m in turn
-        ]
+@pytest.mark.parametrize("turns", [1, 3, 5])
+def test_the_raw_turns_are_the_checkpoints_last_turns(answered, settings, turns):
+    settings.CONTEXT_RAW_TURNS = turns
+    packet = build_context(conversation=answered, now=NOW)
+    snapshot = checkpoint_snapshot(conversation=answered)
+    assert len(snapshot.last_turns) == turns
+    assert [m.sequence for m in packet.messages] == [
+        m.sequence for turn in snapshot.last_turns for m in turn
+    ]
 
 
 def test_the_gap_after_the_summary_comes_before_the_raw_turns(family):

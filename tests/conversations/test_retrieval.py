@@ -1,6 +1,7 @@
 """Hybrid search over my earlier conversations: scope, completeness, fusion, recency, open loops,
 message units with their neighbours, merged places, embedding jobs, the sweep and reembed."""
 
+import io
 from datetime import timedelta
 
 import pytest
@@ -654,21 +655,14 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
                                    ("system", "Not a unit.")])
     chunk_for(conversation, 0, 3, "They talked about bees.")
     settings.EMBEDDING_DIMENSIONS = 8
-    out = []
-
-    class Lines:
-        def write(self, text):
-            out.append(text)
-
-        def flush(self):
-            pass
+    out = io.StringIO()
 
     with connection.cursor() as cursor:
         # The test's transaction defers its foreign key checks; ALTER TABLE needs none pending.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    call_command("reembed", "--batch-size", "1", stdout=Lines())
+    call_command("reembed", "--batch-size", "1", stdout=out)
 
-    text = "".join(out)
+    text = out.getvalue()
     assert "Embedding model: hashing/8" in text
     assert "The vector columns hold 1024 (messages) and 1024 (chunks) dimensions; " \
            "EMBEDDING_DIMENSIONS is 8." in text
@@ -681,9 +675,9 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
     result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=2)
     assert result.warnings == [] and result.hits[0].vector_rank is not None
 
-    out.clear()
-    call_command("reembed", stdout=Lines())  # resumable: nothing left
-    assert "nothing to do" in "".join(out)
+    out = io.StringIO()
+    call_command("reembed", stdout=out)  # resumable: nothing left
+    assert "nothing to do" in out.getvalue()
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
                        "WHERE indexname IN ('ix_message_embedding', 'ix_conversation_chunks_embed')")

@@ -8,12 +8,13 @@ import time
 
 import pytest
 from django.core.exceptions import PermissionDenied
-from django.db import connections
+from django.db import connections, transaction
 
 from conversations.services import summarization
 from facts import selectors, services
 from facts.models import FactConflict, LegacyFact
 from memory_site.core import events
+from memory_site.core.ai.base import LLMOutputError, parse_summary_extraction
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, LegacyFactFactory
 from tests.factories import import_messages as bulk_import
@@ -162,7 +163,6 @@ def test_two_racing_corrections_leave_one_current_fact(family, monkeypatch):
     def job(year):
         try:
             barrier.wait(timeout=10)
-            from django.db import transaction
             with transaction.atomic():  # as chunk_archive_range: create and supersede together
                 new, _ = services.fact_create(legacy=family.legacy, user=family.owner,
                                               category="relationship",
@@ -348,8 +348,6 @@ def test_the_openai_provider_supersedes_by_ref_and_a_bad_ref_stores_nothing(
 
 @pytest.mark.parametrize("supersedes", ["f2", 1, "", ["f1"], {"ref": "f1"}])
 def test_parse_refuses_a_malformed_supersedes(supersedes):
-    from memory_site.core.ai.base import LLMOutputError, parse_summary_extraction
-
     data = {"summary": "s", "facts": [{"category": "other", "content": "Rose sang.",
                                        "supersedes": supersedes}]}
     with pytest.raises(LLMOutputError):
@@ -357,8 +355,6 @@ def test_parse_refuses_a_malformed_supersedes(supersedes):
 
 
 def test_parse_accepts_a_known_ref_or_null():
-    from memory_site.core.ai.base import parse_summary_extraction
-
     data = {"summary": "s", "facts": [
         {"category": "other", "content": "Rose sang.", "supersedes": "f1"},
         {"category": "other", "content": "Rose danced.", "supersedes": None},

@@ -61,6 +61,7 @@ def test_a_removed_members_conversation_alone_keeps_the_legacy(family):
 
     response = api_client_for(family.owner).delete("/api/me/data")
 
+    assert response.status_code == 200
     assert response.json()["erased"]["legacies_kept"] == 1
     assert Legacy.objects.filter(pk=family.legacy.pk, created_by=member).exists()
     assert Conversation.objects.filter(pk=conversation.pk, user=member).exists()
@@ -87,6 +88,7 @@ def test_a_removed_member_erasing_leaves_the_family_as_it_is(family, removed):
 
     response = api_client_for(family.member).delete("/api/me/data")
 
+    assert response.status_code == 200
     assert response.json()["erased"]["legacies_deleted"] == 0
     assert response.json()["erased"]["legacies_kept"] == 0
     assert (set(LegacyMembership.objects.values_list("legacy_id", "user_id", "role")),

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test import Client
 
 from conversations.models import Conversation, Message
+from facts.models import Legacy
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, UserFactory
 from tests.support.csrf import signed_in
@@ -168,7 +169,7 @@ def test_a_body_nested_too_deeply_is_a_400_and_writes_nothing(family, conversati
     client = api_client_for(family.owner)
     if path == "conversation-messages":
         path = f"/api/ai/conversations/{conversation.pk}/messages"
-    before = (Conversation.objects.count(), Message.objects.count())
+    before = (Legacy.objects.count(), Conversation.objects.count(), Message.objects.count())
 
     response = client.generic("POST", path, "[" * 2000 + "]" * 2000,
                               content_type="application/json")
@@ -176,4 +177,5 @@ def test_a_body_nested_too_deeply_is_a_400_and_writes_nothing(family, conversati
     assert response.status_code == 400
     assert response.json() == {"detail": "JSON parse error - the body is nested too deeply.",
                                "code": "parse_error"}
-    assert (Conversation.objects.count(), Message.objects.count()) == before
+    assert (Legacy.objects.count(), Conversation.objects.count(),
+            Message.objects.count()) == before
