@@ -16,14 +16,14 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from conversations.embedding import embed_texts, model_key
@@ -233,6 +233,9 @@ class Scope:
     conversations: list[_Conversation]
     loops: list[str]
     include_messages: bool
+    # The planner's estimate of each table's rows, all users' (pg_class.reltuples; 0 when
+    # never analysed): what an index scan over the whole table wades through.
+    table_rows: dict[str, int] = field(default_factory=dict)
 
     @property
     def ids(self) -> list[UUID]:
@@ -287,7 +290,9 @@ SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS 
        (SELECT count(*) FROM {messages} m
         WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')
           AND (m.embedding_model < %(model)s OR m.embedding_model > %(model)s)) AS other,
-       c.chunks, c.chunks_embedded
+       c.chunks, c.chunks_embedded,
+       (SELECT reltuples FROM pg_class WHERE oid = '{messages}'::regclass) AS message_rows,
+       (SELECT reltuples FROM pg_class WHERE oid = '{chunks}'::regclass) AS chunk_rows
 FROM {conversations} v
 LEFT JOIN c ON c.conversation_id = v.id
 WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
@@ -327,6 +332,8 @@ def search_scope(
         include_messages=(
             settings.SEARCH_INCLUDE_MESSAGES if include_messages is None else include_messages
         ),
+        table_rows={"message": max(int(rows[0][8]), 0), "chunk": max(int(rows[0][9]), 0)}
+        if rows else {},
     )
 
 
@@ -362,6 +369,16 @@ m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
 _CHUNK_SCOPE = """
 m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
 """
+# The scope's chunks, read once by the (user, legacy) index (a twentieth of the units): every
+# chunk list but an HNSW scan ranks these rows, so no list reads the whole table's GIN posting
+# lists (a common word's grow with every user's chunks). No full vector: the vector list reads
+# the vectors of the chunks it re-ranks by primary key.
+_CHUNK_CTE = f"""
+cs AS MATERIALIZED (SELECT m.id, m.conversation_id, m.user_id, m.legacy_id,
+                           m.message_range_start, m.message_range_end, m.created_at,
+                           m.search_vector, m.embedding_model, m.embedding_bits
+                    FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
+"""
 # What each list carries, read with its rows (no candidate is read again by primary key): the
 # unit's place and date, a chunk's text, and its stored tsvector, from which the wrapper of
 # each list computes what ranks the candidate after the list's LIMIT (so for n rows at most):
@@ -369,9 +386,9 @@ m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = 
 # vector list ranked by (a unit outside that list has none: no full vector is read again).
 _COLUMNS = {
     "message": "{a}.conversation_id, {a}.sequence AS rs, {a}.sequence + 1 AS re, "
-               "{a}.created_at, NULL::text AS content, {a}.search_vector AS sv",
+               "{a}.created_at, {a}.search_vector AS sv",
     "chunk": "{a}.conversation_id, {a}.message_range_start AS rs, {a}.message_range_end AS re, "
-             "{a}.created_at, {a}.content, {a}.search_vector AS sv",
+             "{a}.created_at, {a}.search_vector AS sv",
 }
 _RANKS = """
 CASE WHEN x.sv @@ q.tsq THEN ts_rank_cd(x.sv, q.tsq, %(norm)s::int) END AS text_score,
@@ -385,8 +402,11 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     created_at, chunk text, distance, text rank, open-loop match), each answered by an index
     with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the newest
     conversations only), "all" (and the units with every word in the others) or None."""
-    source, scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
-                     else ("{chunks}", _CHUNK_SCOPE))
+    # A chunk list reads the scope's chunks (the CTE cs), but an HNSW scan reads the table.
+    table, source, scope = (("{messages}", "{messages}", _MESSAGE_SCOPE) if kind == "message"
+                            else ("{chunks}", "cs", _CHUNK_SCOPE))
+    if kind == "chunk" and vector == "exact":
+        vector = "bits"  # the Hamming order of at most r chunks, all re-ranked by cosine
 
     def cols(alias: str) -> str:
         return _COLUMNS[kind].format(a=alias)
@@ -395,7 +415,8 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # The vector list carries the cosine distance it ranked by; the others no distance.
         distance = "x.d" if name == "vector" else "NULL::float8"
         return (f"SELECT '{name}' AS list, '{kind}' AS kind, x.id::text, x.conversation_id, "
-                f"x.rs, x.re, x.created_at, x.content, {distance} AS distance, {_RANKS} FROM ")
+                f"x.rs, x.re, extract(epoch FROM x.created_at)::float8, {distance} AS distance, "
+                f"{_RANKS} FROM ")
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
@@ -420,7 +441,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             f"(SELECT b.id, e.embedding <=> q.v AS d, {cols('e')} FROM (SELECT m.id FROM "
             f"{source} m, q WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id "
             f"LIMIT %(r)s) AS b "
-            f"CROSS JOIN LATERAL (SELECT * FROM {source} e WHERE e.id = b.id) AS e, q "
+            f"CROSS JOIN LATERAL (SELECT * FROM {table} e WHERE e.id = b.id) AS e, q "
             "ORDER BY d, b.id LIMIT %(n)s) AS x, q"
         )
     elif vector == "hnsw":
@@ -429,7 +450,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # read with them; they are re-ranked by cosine distance.
         lists.append(
             head("vector") +
-            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {source} m "
+            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {table} m "
             f"WHERE {scope} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
             "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
@@ -440,15 +461,18 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # in the newest conversations holding SEARCH_TEXT_MAX_UNITS units (%(text_conv)s); in
         # the older ones, only the units holding every word of the query ("text_all", when
         # the scope is larger), found by the GIN index.
+        # A chunk list reads the scope's rows already read (cs), so one list ranks both.
         text_scope = scope.replace("%(conv)s", "%(text_conv)s")
         rank = ("ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
                 "m.created_at DESC, m.id LIMIT %(n)s")
+        match = f"{text_scope} AND m.search_vector @@ q.tsq"
+        if text == "all" and kind == "chunk":
+            match = f"{scope} AND (({match}) OR m.search_vector @@ q.tsq_all)"
         lists.append(
             head("text") +
-            f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {text_scope} "
-            f"AND m.search_vector @@ q.tsq {rank}) AS x, q"
+            f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {match} {rank}) AS x, q"
         )
-        if text == "all":
+        if text == "all" and kind == "message":
             lists.append(
                 head("text_all") +
                 f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {scope} "
@@ -481,9 +505,10 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
 
 
 def _candidates_sql(selects: list[str]) -> str:
-    """One statement: the query CTE, then every list with the columns that rank its rows."""
+    """One statement: the query and the scope's chunks (a CTE no list reads is not run), then
+    every list with the columns that rank its rows."""
     lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
-    return f"WITH {_QUERY_CTE}\n{lists}".format(**_tables())
+    return f"WITH {_QUERY_CTE},\n{_CHUNK_CTE}\n{lists}".format(**_tables())
 
 
 @dataclass
@@ -493,8 +518,7 @@ class _Unit:
     conversation_id: UUID
     range_start: int
     range_end: int
-    created_at: datetime
-    content: str | None
+    created_at: float  # seconds since the epoch: ranking reads no datetime
     distance: float | None
     text_score: float | None
     open_loop: bool
@@ -510,37 +534,54 @@ def _add_rows(units: dict[tuple, _Unit], rows: list[tuple]) -> None:
         if key not in units:
             units[key] = _Unit(
                 kind=row[1], id=row[2], conversation_id=row[3], range_start=row[4],
-                range_end=row[5], created_at=row[6], content=row[7], distance=row[8],
-                text_score=row[9], open_loop=bool(row[10]),
+                range_end=row[5], created_at=row[6], distance=row[7],
+                text_score=row[8], open_loop=bool(row[9]),
             )
         units[key].lists.add(row[0])
-        if row[8] is not None:
-            units[key].distance = row[8]
+        if row[7] is not None:
+            units[key].distance = row[7]
 
 
-def _vector_scan(embedded: int) -> str:
+def _vector_scan(embedded: int, table_rows: int = 0) -> str:
     """How a vector list of a scope with `embedded` units is read: "exact" (cosine distance of
     every unit: no more than the re-ranking would take), "bits" (Hamming distance of every
     unit's sign bits, the nearest re-ranked by cosine) or "hnsw" (the sign bits' HNSW index
-    with pgvector 0.8's iterative scan, re-ranked by cosine)."""
+    with pgvector 0.8's iterative scan, re-ranked by cosine).
+
+    The index scan reads the table's units in distance order, all users', until it has
+    SEARCH_RERANK_CANDIDATES of the scope: about that many times table_rows / embedded. When
+    that is more than SEARCH_HNSW_SCAN_BUDGET (a scope that is a small share of a large table:
+    one user's chunks among a million), the Hamming scan of the scope is cheaper."""
     if embedded <= settings.SEARCH_RERANK_CANDIDATES:
         return "exact"
     if embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS or not iterative_scans_supported():
         return "bits"
-    return "hnsw"
+    expected = settings.SEARCH_RERANK_CANDIDATES * max(table_rows, embedded) / embedded
+    return "bits" if expected > settings.SEARCH_HNSW_SCAN_BUDGET else "hnsw"
+
+
+# pgvector 0.8: the HNSW scan goes on until it has r rows that pass the scope (or
+# hnsw.max_scan_tuples), instead of filtering ef_search neighbours. Sent in the statement's
+# round trip: a query string of two statements is one implicit transaction, which the settings
+# (is_local) last for; no BEGIN and COMMIT are sent.
+_HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', %(hnsw_iterative)s, true), "
+    "set_config('hnsw.max_scan_tuples', %(hnsw_max_tuples)s, true), "
+    "set_config('hnsw.ef_search', %(hnsw_ef)s, true);\n"
+)
 
 
 def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tuple]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        if hnsw:
-            # pgvector 0.8: the HNSW scan goes on until it has r rows that pass the scope
-            # (or hnsw.max_scan_tuples), instead of filtering ef_search neighbours.
-            cursor.execute("SELECT set_config('hnsw.iterative_scan', %s, true), "
-                           "set_config('hnsw.max_scan_tuples', %s, true), "
-                           "set_config('hnsw.ef_search', %s, true)",
-                           [settings.SEARCH_HNSW_ITERATIVE_SCAN,
-                            str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES), str(min(max(r, 40), 1000))])
-        cursor.execute(sql, params)
+    with connection.cursor() as cursor:
+        if not hnsw:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        cursor.execute(_HNSW_SETTINGS + sql, {
+            **params, "hnsw_iterative": settings.SEARCH_HNSW_ITERATIVE_SCAN,
+            "hnsw_max_tuples": str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES),
+            "hnsw_ef": str(min(max(r, 40), 1000)),
+        })
+        cursor.nextset()
         return cursor.fetchall()
 
 
@@ -550,7 +591,8 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     units at most, the newest units' list `n_recent`."""
     vector = params["vec"] is not None
     embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
-    scans = {kind: _vector_scan(embedded[kind]) for kind in embedded}
+    scans = {kind: _vector_scan(embedded[kind], scope.table_rows.get(kind, 0))
+             for kind in embedded}
     present = {"message": scope.include_messages and scope.messages > 0,
                "chunk": scope.chunks > 0}
     text_conv = scope.newest(max(settings.SEARCH_TEXT_MAX_UNITS, n))
@@ -595,15 +637,15 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     return units, "hnsw+bits" if completed else "hnsw"
 
 
-def _rank(units: list[_Unit], now: datetime) -> list[_Unit]:
+def _rank(units: list[_Unit], now: float) -> list[_Unit]:
     """Reciprocal rank fusion of the candidates' vector and text ranks, plus recency and the
     open-loop priority; best first (ties: newer, then id)."""
     by_distance = sorted((u for u in units if u.distance is not None),
-                         key=lambda u: (u.distance, -u.created_at.timestamp(), u.id))
+                         key=lambda u: (u.distance, -u.created_at, u.id))
     for rank, unit in enumerate(by_distance, start=1):
         unit.vector_rank = rank
     by_text = sorted((u for u in units if u.text_score is not None),
-                     key=lambda u: (-u.text_score, -u.created_at.timestamp(), u.id))
+                     key=lambda u: (-u.text_score, -u.created_at, u.id))
     for rank, unit in enumerate(by_text, start=1):
         unit.text_rank = rank
     rrf_k = settings.SEARCH_RRF_K
@@ -613,13 +655,13 @@ def _rank(units: list[_Unit], now: datetime) -> list[_Unit]:
                     if rank is not None)
         if unit.kind == "chunk":
             fused *= settings.SEARCH_CHUNK_WEIGHT
-        age_days = max((now - unit.created_at).total_seconds(), 0.0) / 86400.0
+        age_days = max(now - unit.created_at, 0.0) / 86400.0
         unit.score = (
             fused
             + settings.SEARCH_RECENCY_WEIGHT * math.pow(0.5, age_days / half_life)
             + (settings.SEARCH_OPEN_LOOP_WEIGHT if unit.open_loop else 0.0)
         )
-    return sorted(units, key=lambda u: (-u.score, -u.created_at.timestamp(), u.id))
+    return sorted(units, key=lambda u: (-u.score, -u.created_at, u.id))
 
 
 # --- Places -------------------------------------------------------------------------------------
@@ -671,24 +713,42 @@ def _places(ranked: list[_Unit], k: int, message_counts: dict[UUID, int]) -> lis
     return places
 
 
-_WINDOW_SQL = """
+# The texts of the places only (the candidates carry none): the messages their windows show
+# and the contents of their chunks, scoped by user and legacy as the candidates were.
+_TEXTS_SQL = """
 SELECT m.conversation_id, m.sequence, m.role, m.content
 FROM unnest(%(conv)s::uuid[], %(seq)s::int[]) AS w(conversation_id, sequence)
 JOIN {messages} m ON m.conversation_id = w.conversation_id AND m.sequence = w.sequence
 WHERE m.role IN ('user', 'assistant')
-ORDER BY m.conversation_id, m.sequence
+UNION ALL
+SELECT NULL, NULL, c.id::text, c.content FROM {chunks} c
+WHERE c.id = ANY(%(chunks)s::uuid[]) AND c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s
 """
 
 
-def _window_messages(places: list[_Place]) -> dict[tuple[UUID, int], tuple[str, str]]:
+@dataclass(frozen=True)
+class _Texts:
+    messages: dict[tuple[UUID, int], tuple[str, str]]  # (conversation, sequence) → role, content
+    chunks: dict[str, str]  # chunk id → content
+
+
+def _place_texts(places: list[_Place], params: dict[str, object]) -> _Texts:
     pairs = [(p.conversation_id, s) for p in places for s in sorted(p.shown)]
-    if not pairs:
-        return {}
+    chunk_ids = [u.id for p in places for u in p.units if u.kind == "chunk"]
+    texts = _Texts(messages={}, chunks={})
+    if not pairs and not chunk_ids:
+        return texts
     with connection.cursor() as cursor:
-        cursor.execute(_WINDOW_SQL.format(**_tables()), {
+        cursor.execute(_TEXTS_SQL.format(**_tables()), {
             "conv": [str(c) for c, _ in pairs], "seq": [s for _, s in pairs],
+            "chunks": chunk_ids, "user_id": params["user_id"], "legacy_id": params["legacy_id"],
         })
-        return {(row[0], row[1]): (row[2], row[3]) for row in cursor.fetchall()}
+        for conversation_id, sequence, role_or_id, content in cursor.fetchall():
+            if conversation_id is None:
+                texts.chunks[role_or_id] = content
+            else:
+                texts.messages[(conversation_id, sequence)] = (role_or_id, content)
+    return texts
 
 
 def render_place(summary: str, messages: list[HitMessage]) -> str:
@@ -704,12 +764,12 @@ def render_place(summary: str, messages: list[HitMessage]) -> str:
     return "\n".join(lines)
 
 
-def _hit(place: _Place, texts: dict[tuple[UUID, int], tuple[str, str]]) -> SearchHit:
+def _hit(place: _Place, texts: _Texts) -> SearchHit:
     best = place.units[0]
-    summary = "\n".join(u.content or "" for u in place.units if u.kind == "chunk")
+    summary = "\n".join(texts.chunks.get(u.id, "") for u in place.units if u.kind == "chunk")
     messages = []
     for sequence in sorted(place.shown):
-        found = texts.get((place.conversation_id, sequence))
+        found = texts.messages.get((place.conversation_id, sequence))
         if found is None:
             continue
         role, content = found
@@ -720,7 +780,8 @@ def _hit(place: _Place, texts: dict[tuple[UUID, int], tuple[str, str]]) -> Searc
         kind=best.kind, id=best.id, content=render_place(summary, messages),
         score=round(best.score, 6), conversation_id=place.conversation_id,
         message_range_start=place.start, message_range_end=place.end,
-        created_at=best.created_at, vector_rank=best.vector_rank, text_rank=best.text_rank,
+        created_at=datetime.fromtimestamp(best.created_at, tz=UTC),
+        vector_rank=best.vector_rank, text_rank=best.text_rank,
         open_loop=any(u.open_loop for u in place.units), summary=summary,
         messages=tuple(messages), unit_ids=tuple(u.id for u in place.units),
     )
@@ -785,7 +846,7 @@ def search_conversations(
         "conv": [str(pk) for pk in scope.ids], "user_id": user.pk, "legacy_id": legacy.pk,
     }
     message_counts = {c.id: c.message_count for c in scope.conversations}
-    now = timezone.now()
+    now = timezone.now().timestamp()
     n = max(settings.SEARCH_CANDIDATES, k)
     # With words and a vector, a unit that only the newest units' list found has no vector
     # rank and at best a text rank below the text list's n, so it scores little more than its
@@ -806,6 +867,6 @@ def search_conversations(
             break
         n = n if n_recent < n else n * 4
         n_recent = n
-    texts = _window_messages(places)
+    texts = _place_texts(places, params)
     return SearchResult(hits=[_hit(place, texts) for place in places], total=scope.total,
                         warnings=warnings, vector_scan=vector_scan)

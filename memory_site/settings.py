@@ -386,6 +386,10 @@ SEARCH_EXACT_SCAN_MAX_UNITS = env_int("SEARCH_EXACT_SCAN_MAX_UNITS", 2000)
 SEARCH_TEXT_MAX_UNITS = env_int("SEARCH_TEXT_MAX_UNITS", 2000)
 SEARCH_HNSW_ITERATIVE_SCAN = env_str("SEARCH_HNSW_ITERATIVE_SCAN", "strict_order")
 SEARCH_HNSW_MAX_SCAN_TUPLES = env_int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000)
+# The HNSW path only when finding SEARCH_RERANK_CANDIDATES units of the scope should read
+# about this many of the table's (rerank × table rows ÷ units in scope); otherwise the Hamming
+# scan of the scope (docs/agent-side.md, Retrieval, Cost).
+SEARCH_HNSW_SCAN_BUDGET = env_int("SEARCH_HNSW_SCAN_BUDGET", 5000)
 # Seed 000: top 3 chunks from earlier conversations, the last 20 messages without a summary.
 CONTEXT_RETRIEVAL_TOP_K = env_int("CONTEXT_RETRIEVAL_TOP_K", 3)
 CONTEXT_RECENT_MESSAGES = env_int("CONTEXT_RECENT_MESSAGES", 20)

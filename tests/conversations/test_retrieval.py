@@ -15,6 +15,7 @@ from conversations.embedding import embed_texts, model_key, text_parts
 from conversations.models import ConversationChunk, Message
 from conversations.retrieval import (
     NO_WORDS,
+    _vector_scan,
     iterative_scans_supported,
     search_conversations,
 )
@@ -231,6 +232,20 @@ def test_an_index_scan_that_stops_short_is_completed(family, settings):
     assert result.vector_scan == "hnsw+bits"
     assert [hit.id for hit in result.hits] == _sign_bits_then_cosine(mine, query_vector,
                                                                      100)[:5]
+
+
+def test_a_small_share_of_a_large_table_is_scanned_by_its_bits_not_the_index(settings):
+    """The index scan reads about rerank × table rows ÷ scope of all users' rows to find the
+    scope's nearest: one user's 3,000 chunks among a million would cost 33,000 rows read, the
+    Hamming scan of the scope 3,000."""
+    _requires_iterative_scans()
+    settings.SEARCH_RERANK_CANDIDATES, settings.SEARCH_EXACT_SCAN_MAX_UNITS = 100, 2000
+    settings.SEARCH_HNSW_SCAN_BUDGET = 5000
+    assert _vector_scan(3000, 1_000_000) == "bits"
+    assert _vector_scan(3000, 150_000) == "hnsw"  # 5,000 rows: within the budget
+    assert _vector_scan(3000, 0) == "hnsw"  # a table never analysed: the scope is all of it
+    assert _vector_scan(2000, 1_000_000) == "bits"  # small enough to compare every unit
+    assert _vector_scan(100, 1_000_000) == "exact"
 
 
 def test_the_hnsw_path_with_iterative_scans_keeps_the_scope(family, settings):
