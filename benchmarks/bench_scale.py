@@ -395,7 +395,8 @@ def fill_scope(units: int, person: tuple, rng: random.Random) -> dict:
             "conversation": conversation, "plan": plan}
 
 
-def fill(*, scopes: list[int], table_chunks: int, say) -> tuple[list[dict], dict]:
+def fill(*, scopes: list[int], table_chunks: int, say,
+         skip_indexes: frozenset[str] = frozenset()) -> tuple[list[dict], dict]:
     from django.db import connection
 
     from conversations.models import ConversationChunk, Message
@@ -419,6 +420,10 @@ def fill(*, scopes: list[int], table_chunks: int, say) -> tuple[list[dict], dict
     fill_background(table_chunks - scope_chunks, say)
     timings["background"] = time.perf_counter() - started
     started = time.perf_counter()
+    unknown = skip_indexes - {name for name, _ in heavy}
+    if unknown:
+        raise SystemExit(f"--skip-index: no HNSW or GIN index named {', '.join(sorted(unknown))}")
+    heavy = [(name, definition) for name, definition in heavy if name not in skip_indexes]
     say(f"building {len(heavy)} HNSW/GIN indexes again …")
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '4GB'")
@@ -619,14 +624,17 @@ def archive(*, messages: int) -> dict[str, float]:
 # --- Report ----------------------------------------------------------------------------------
 
 def report(*, scopes: list[dict], results: list[dict], ingest_rates: dict | None,
-           archived: dict | None, table_chunks: int, fill_timings: dict, repeats: int) -> str:
+           archived: dict | None, table_chunks: int, fill_timings: dict, repeats: int,
+           skipped_indexes: frozenset[str] = frozenset()) -> str:
     lines = [
         f"chunks in table: {table_chunks:,}; units are "
         + ("messages (both roles, embedded) and chunks" if message_units()
            else "chunks and unarchived user messages")
         + f"; up to {repeats} rounds per scope after {WARMUP_ROUNDS} warm-up rounds; "
         f"filled in {sum(fill_timings.values()):.0f} s ("
-        + ", ".join(f"{k} {v:.0f} s" for k, v in fill_timings.items()) + ")",
+        + ", ".join(f"{k} {v:.0f} s" for k, v in fill_timings.items()) + ")"
+        + (f"; not built after the load (--skip-index): {', '.join(sorted(skipped_indexes))}"
+           if skipped_indexes else ""),
         "",
         f"{'units in scope':>14} {'rounds':>6} {'bare p50 ms':>11} {'bare p95 ms':>11} "
         f"{'search p50':>10} {'search p95':>10} {'context p50':>11} {'context p95':>11} "
@@ -681,12 +689,13 @@ def report(*, scopes: list[dict], results: list[dict], ingest_rates: dict | None
 
 def run(*, scopes: list[int], table_chunks: int, repeats: int, ingest_messages: int,
         archive_messages: int, database_name: str, budget_seconds: float = 300.0,
-        say=print) -> str:
+        say=print, skip_indexes: frozenset[str] = frozenset()) -> str:
     from conversations.models import ConversationChunk
 
     global urlpatterns
     urlpatterns = _urlpatterns()
-    scope_rows, fill_timings = fill(scopes=scopes, table_chunks=table_chunks, say=say)
+    scope_rows, fill_timings = fill(scopes=scopes, table_chunks=table_chunks, say=say,
+                                    skip_indexes=skip_indexes)
     say("measuring search and context …")
     results = []
     for scope in scope_rows:
@@ -704,7 +713,7 @@ def run(*, scopes: list[int], table_chunks: int, repeats: int, ingest_messages: 
         archived = archive(messages=archive_messages)
     return report(scopes=scope_rows, results=results, ingest_rates=rates, archived=archived,
                   table_chunks=ConversationChunk.objects.count(), fill_timings=fill_timings,
-                  repeats=repeats)
+                  repeats=repeats, skipped_indexes=skip_indexes)
 
 
 def main() -> None:
@@ -721,6 +730,11 @@ def main() -> None:
                         help="messages per client (0: skip the ingest part)")
     parser.add_argument("--archive-messages", type=int, default=10_000,
                         help="messages of the imported conversation (0: skip)")
+    parser.add_argument("--skip-index", action="append", default=[], metavar="NAME",
+                        help="an HNSW or GIN index not built again after the load (repeatable):"
+                             " one no measured query reads, whose build would take most of the"
+                             " run (the chunks' HNSW indexes at a million chunks); the report"
+                             " names it")
     args = parser.parse_args()
     scopes = [int(s) for s in args.scopes.split(",") if s]
     if args.quick:
@@ -740,8 +754,9 @@ def main() -> None:
     try:
         print(run(scopes=scopes, table_chunks=args.table_chunks, repeats=args.repeats,
                   ingest_messages=args.ingest_messages, archive_messages=args.archive_messages,
-                  database_name=name, budget_seconds=args.budget, say=lambda text: print(text, file=sys.stderr,
-                                                             flush=True)))
+                  database_name=name, budget_seconds=args.budget,
+                  say=lambda text: print(text, file=sys.stderr, flush=True),
+                  skip_indexes=frozenset(args.skip_index)))
     finally:
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
