@@ -43,6 +43,12 @@ LONG_MESSAGES = {
     # phrase before it, and "not"/"was" before each phrase searched the sentence up to it).
     "noun phrases before a pronoun": _long("Rose saw the Ab the Ab ", 19_970)
     + ". She grew them.",
+    # Round 3: 0.6 s in extract_facts while written (each skipped "i was" reread the clause
+    # up to it for its words and a hedge).
+    "new subjects without punctuation": _long("Rose was there the day i was "),
+    "new subjects after a hedge": _long("Rose did the cooking i think i was "),
+    "doubted values": _long("Rose was born in 1938. or was it 39? "),
+    "parent chains and lower-case names": _long("my moms mom rose was "),
 }
 
 

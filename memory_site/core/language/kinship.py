@@ -40,6 +40,12 @@ _SOMEONE_ELSES = re.compile(
     r"|['’]s)\s{1,20}(?:(?:late|own|dear|old|young|new|real|birth|step|biological)\s{1,20})?$",
     re.IGNORECASE,
 )
+# "my mom's mom", "my dads mother": a grandparent described through a parent, so that parent
+# is someone else than the person described (round 3, docs/quality.md).
+_PARENT_WORDS = alternation([w for f in ("mother", "father") for w in KIN_FAMILIES[f]])
+_PARENT_CHAIN = re.compile(
+    rf"(?<![\w'’])(?:my|our)\s{{1,20}}(?P<kin>{_PARENT_WORDS})(?:['’]s|s)\s{{1,20}}"
+    rf"(?:{_PARENT_WORDS})(?![\w'’-])", re.IGNORECASE)
 _RELIGIOUS_NAME = re.compile(rf"\s+{_NAME_WORD}")
 _RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
 _NAME_AFTER_KIN = (
@@ -97,6 +103,8 @@ class _KinUses:
     # Families put after the legacy's name ("Kathleen, my sister, …"): two of them show a
     # name shared by several people ("Kathleen, my daughter, …" too), so neither is the legacy.
     appositions: set[str] = field(default_factory=set)
+    # Parents named only as the way to a grandparent ("my moms mom"): never the person unlinked.
+    chained: set[str] = field(default_factory=set)
 
     def ambiguous(self) -> set[str]:
         return self.appositions if len(self.appositions) > 1 else set()
@@ -142,6 +150,8 @@ class _KinUses:
                 named = _LEGACY_AFTER_KIN.match(text, end)
                 if named and _who(named.group(1), names, name_last=False) == "legacy":
                     self.link(family, "legacy")
+        for match in _PARENT_CHAIN.finditer(text):
+            self.chained.add(FAMILY_OF[match.group("kin").lower()])
         for match in _NAME_BEFORE_KIN.finditer(text):
             family, who = FAMILY_OF[match.group(2).lower()], _who(match.group(1), names,
                                                                    name_last=True)
@@ -159,6 +169,12 @@ class KinshipReader:
         self.legacy_name = legacy_name
         self._names = _legacy_names(legacy_name, aliases)
         self._name = re.compile(rf"\b(?:{alternation(self._names)})\b")
+        # "cal was my twin", "cal did his apprenticeship": the name typed in lower case, as
+        # the subject of a verb (a lower-case word alone may be a word: "rose", "grace").
+        lower = [n.lower() for n in self._names if re.fullmatch(r"[A-Za-z]+", n)]
+        self._lower_name = re.compile(
+            rf"(?<![\w'’])(?:{alternation(lower)})(?:['’]s)?\s+(?:was|is|had|has|did|went|got|"
+            rf"used|loved|never|always|would|could|and\s+(?:i|me)|\w+ed)\b")
         # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
         self._given = {FAMILY_OF[a.strip().lower()] for a in aliases
                        if a.strip().lower() in FAMILY_OF}
@@ -169,7 +185,8 @@ class KinshipReader:
         """Take in the user's next messages, in order."""
         for text in user_texts:
             self._uses.read(text, self._names)
-            self._named = self._named or bool(self._name.search(text))
+            self._named = (self._named or bool(self._name.search(text))
+                           or bool(self._lower_name.search(text)))
 
     def aliases(self) -> list[str]:
         """The kinship words that stand for the legacy after the messages read so far."""
@@ -179,7 +196,8 @@ class KinshipReader:
         # Rose is not the one they call Dad, unless they say so. Only a conversation that
         # never names the legacy lets a family stand for them unlinked.
         if not families and not self._named:
-            candidates = {f for f in UNLINKED_FAMILIES if f in uses.words} - uses.other_links
+            candidates = ({f for f in UNLINKED_FAMILIES if f in uses.words}
+                          - uses.other_links - uses.chained)
             families = candidates if len(candidates) == 1 else set()
         return [word for family, words in uses.words.items() if family in families
                 for word in words]
