@@ -402,9 +402,12 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     created_at, chunk text, distance, text rank, open-loop match), each answered by an index
     with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the newest
     conversations only), "all" (and the units with every word in the others) or None."""
-    # A chunk list reads the scope's chunks (the CTE cs), but an HNSW scan reads the table.
-    table, source, scope = (("{messages}", "{messages}", _MESSAGE_SCOPE) if kind == "message"
-                            else ("{chunks}", "cs", _CHUNK_SCOPE))
+    # A chunk list reads the scope's chunks (the CTE cs: scoped already), but an HNSW scan
+    # reads the table (table_scope).
+    table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
+                          else ("{chunks}", _CHUNK_SCOPE))
+    source, scope = (table, table_scope) if kind == "message" else ("cs", "TRUE")
+    text_scope = _MESSAGE_SCOPE if kind == "message" else "m.conversation_id = ANY(%(conv)s::uuid[])"
     if kind == "chunk" and vector == "exact":
         vector = "bits"  # the Hamming order of at most r chunks, all re-ranked by cosine
 
@@ -451,7 +454,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         lists.append(
             head("vector") +
             f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {table} m "
-            f"WHERE {scope} AND m.embedding_model = %(model)s "
+            f"WHERE {table_scope} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
             "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
             "AS x, q"
@@ -462,12 +465,12 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # the older ones, only the units holding every word of the query ("text_all", when
         # the scope is larger), found by the GIN index.
         # A chunk list reads the scope's rows already read (cs), so one list ranks both.
-        text_scope = scope.replace("%(conv)s", "%(text_conv)s")
+        text_scope = text_scope.replace("%(conv)s", "%(text_conv)s")
         rank = ("ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
                 "m.created_at DESC, m.id LIMIT %(n)s")
         match = f"{text_scope} AND m.search_vector @@ q.tsq"
         if text == "all" and kind == "chunk":
-            match = f"{scope} AND (({match}) OR m.search_vector @@ q.tsq_all)"
+            match = f"({match}) OR m.search_vector @@ q.tsq_all"
         lists.append(
             head("text") +
             f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {match} {rank}) AS x, q"
