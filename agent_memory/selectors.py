@@ -5,9 +5,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import Count, F, Model, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
@@ -61,6 +64,47 @@ def active_memories_by_category(user: AbstractBaseUser) -> list[tuple[str, list[
     for memory in active_memories_for_user(user):
         grouped[memory.category].append(memory)
     return list(grouped.items())
+
+
+def _tables() -> dict[str, str]:
+    return {
+        "memories": connection.ops.quote_name(AgentMemory._meta.db_table),
+        "versions": connection.ops.quote_name(AgentMemoryVersion._meta.db_table),
+        "places": connection.ops.quote_name(Place._meta.db_table),
+        "mentions": connection.ops.quote_name(PlaceMention._meta.db_table),
+    }
+
+
+# active_memories_for_user in plain SQL: MEMORY_ORDER, the latest version's content.
+_ACTIVE_MEMORIES_SQL = """
+SELECT coalesce(json_agg(json_build_array(m.id, m.category, m.subject, v.content)
+                         ORDER BY m.category, m.created_at, m.id), '[]'::json)
+FROM {memories} m
+LEFT JOIN LATERAL (SELECT content FROM {versions} WHERE memory_id = m.id
+                   ORDER BY version_number DESC LIMIT 1) v ON true
+WHERE m.user_id = %(user_id)s AND m.deleted_at IS NULL
+"""
+
+
+def active_memories_sql() -> str:
+    """active_memories_for_user(user) as SQL of one json value, for %(user_id)s: a statement
+    that reads several blocks of the prompt at once selects it as a column, and
+    memories_from_json makes the memories."""
+    return _ACTIVE_MEMORIES_SQL.format(**_tables())
+
+
+def memories_from_json(rows: list[list[Any]], *, user_id: int) -> list[AgentMemory]:
+    """The memories of active_memories_sql's value, in its order, with their current
+    `content` (the prompt's columns; the others load on access)."""
+    memories = []
+    for memory_id, category, subject, content in rows:
+        memory = AgentMemory.from_db(
+            connection.alias, ("id", "user_id", "category", "subject"),
+            (memory_id, user_id, category, subject),
+        )
+        memory.content = content
+        memories.append(memory)
+    return memories
 
 
 def deleted_memories_for_user(user: AbstractBaseUser) -> QuerySet[AgentMemory]:
@@ -147,6 +191,36 @@ def places_for_user(user: AbstractBaseUser) -> QuerySet[Place]:
         )
         .order_by("added_at", "place_id")
     )
+
+
+# places_for_user in plain SQL: oldest first, with the conversations that mention each.
+_PLACES_SQL = """
+SELECT coalesce(json_agg(json_build_array(
+         p.id, p.place_id, p.name, p.notes,
+         (SELECT count(DISTINCT pm.conversation_id) FROM {mentions} pm
+          WHERE pm.place_id = p.id AND pm.conversation_id IS NOT NULL))
+         ORDER BY p.added_at, p.place_id), '[]'::json)
+FROM {places} p WHERE p.user_id = %(user_id)s
+"""
+
+
+def places_sql() -> str:
+    """places_for_user(user) as SQL of one json value, for %(user_id)s (see
+    active_memories_sql); places_from_json makes the places."""
+    return _PLACES_SQL.format(**_tables())
+
+
+def places_from_json(rows: list[list[Any]], *, user_id: int) -> list[Place]:
+    """The places of places_sql's value, in its order, with their `conversation_count`."""
+    places = []
+    for pk, place_id, name, notes, conversation_count in rows:
+        place = Place.from_db(
+            connection.alias, ("id", "user_id", "place_id", "name", "notes"),
+            (UUID(pk), user_id, place_id, name, notes),
+        )
+        place.conversation_count = conversation_count
+        places.append(place)
+    return places
 
 
 def places_with_mentions_for_user(user: AbstractBaseUser) -> QuerySet[Place]:

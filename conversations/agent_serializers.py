@@ -303,6 +303,101 @@ class TurnInputSerializer(StrictInputSerializer):
     content = TextField(max_setting="MESSAGE_MAX_CHARS")
 
 
+# --- The context packet's body, built as plain data ---------------------------------------------
+# ContextResponseSerializer declares the shape (the OpenAPI schema reads it); context_response
+# builds the same body without instantiating a serializer field per row, which was most of
+# the time the packet spent outside its reads and its search. tests/conversations/
+# test_context_cost.py checks that both give byte-identical JSON.
+
+_DATETIME = serializers.DateTimeField()
+
+
+def _datetime(value: object) -> str | None:
+    return _DATETIME.to_representation(value) if value is not None else None
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _hit_body(hit) -> dict:
+    return {
+        "id": str(hit.id), "kind": hit.kind, "content": str(hit.content),
+        "score": float(hit.score), "conversation_id": str(hit.conversation_id),
+        "message_range_start": int(hit.message_range_start),
+        "message_range_end": int(hit.message_range_end),
+        "created_at": _datetime(hit.created_at),
+    }
+
+
+def _session_state_body(state: dict) -> dict:
+    return {
+        "status": state["status"],
+        "active_topics": [_text(t) for t in state["active_topics"]],
+        "open_loops": [_text(t) for t in state["open_loops"]],
+        "pending_clarifications": [_text(t) for t in state["pending_clarifications"]],
+        "last_intent": str(state["last_intent"]),
+        "turn_count": int(state["turn_count"]),
+        "active_job_refs": [_text(t) for t in state["active_job_refs"]],
+    }
+
+
+def _parts_body(packet: ContextPacket) -> dict:
+    user_id = packet.conversation.user_id
+    summary = packet.rolling_summary
+    return {
+        "memories": [
+            {"id": str(m.pk), "category": m.category, "subject": _text(m.subject),
+             "content": _text(m.content)}
+            for m in packet.memories
+        ],
+        "places": [str(line) for line in packet.place_lines],
+        "facts": [
+            {"id": str(f.pk), "category": f.category, "content": str(f.content),
+             "visibility": f.visibility, "marked": fact_label(f),
+             "author": str(f.user.username), "is_mine": f.user_id == user_id}
+            for f in packet.facts
+        ],
+        "retrieved": [_hit_body(hit) for hit in packet.retrieved],
+        "rolling_summary": None if summary is None else {
+            "id": str(summary.pk), "start_sequence": int(summary.start_sequence),
+            "end_sequence": int(summary.end_sequence), "text": str(summary.memory_text),
+        },
+        "messages": [
+            {"sequence": int(m.sequence), "role": m.role, "content": str(m.content)}
+            for m in packet.messages
+        ],
+        "raw_from_sequence": packet.raw_from_sequence,
+        "session_state": _session_state_body(packet.session_state),
+    }
+
+
 def context_response(packet: ContextPacket) -> dict:
-    """The API's (and the chat page's) body of a context packet."""
-    return ContextResponseSerializer(packet, context={"user_id": packet.conversation.user_id}).data
+    """The API's (and the chat page's) body of a context packet: ContextResponseSerializer's
+    shape, field for field."""
+    state = packet.session_state
+    counts = packet.token_counts()
+    summary = packet.rolling_summary
+    return {
+        "conversation_id": str(packet.conversation.pk),
+        "session_status": packet.conversation.status,
+        "context_compiled_at": _datetime(packet.compiled_at),
+        "query": str(packet.query),
+        "system_prompt": packet.system_prompt,
+        "messages": [{"role": m["role"], "content": str(m["content"])}
+                     for m in packet.chat_messages()],
+        "token_counts": {name: int(counts[name]) for name in TokenCountsSerializer._declared_fields},
+        "cuts": [{"part": cut["part"], "item": cut["item"]} for cut in packet.cuts],
+        "warnings": [str(w) for w in packet.warnings],
+        "parts": _parts_body(packet),
+        "rolling_session_summary": None if summary is None else str(summary.memory_text),
+        "recent_turn_summaries": [str(line) for line in packet.recent_turn_summaries],
+        "active_topics": [_text(t) for t in state["active_topics"]],
+        "active_job_refs": [_text(t) for t in state["active_job_refs"]],
+        "pending_clarifications": [_text(t) for t in state["pending_clarifications"]],
+        "open_loops": [_text(t) for t in state["open_loops"]],
+        "resolved_entities_map": {
+            str(key): _text(value) for key, value in packet.resolved_entities_map.items()
+        },
+        "last_response_type": packet.last_response_type,
+    }

@@ -80,7 +80,10 @@ def recent_turn_summaries(*, turns: list[list[Message]]) -> list[str]:
     return lines
 
 
-def session_state(conversation: Conversation) -> dict[str, Any]:
+def session_state(
+    conversation: Conversation, *, job_refs: list[str] | None = None
+) -> dict[str, Any]:
+    """Seed 004's SessionState; `job_refs`: active_job_refs(conversation), when already read."""
     return {
         "status": conversation.status,
         "active_topics": list(conversation.active_topics),
@@ -88,7 +91,7 @@ def session_state(conversation: Conversation) -> dict[str, Any]:
         "pending_clarifications": list(conversation.pending_clarifications),
         "last_intent": conversation.last_intent,
         "turn_count": conversation.turn_count,
-        "active_job_refs": active_job_refs(conversation),
+        "active_job_refs": active_job_refs(conversation) if job_refs is None else job_refs,
     }
 
 

@@ -22,19 +22,16 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import IntegerField, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from agent_memory.models import AgentMemory, Place
-from agent_memory.selectors import active_memories_for_user, places_for_user
 from conversations import checkpoint, prompt
 from conversations.models import Conversation, ConversationMemory, Message
 from conversations.prompt import Section
 from conversations.retrieval import SearchHit, search_conversations
-from conversations.selectors import latest_completed_rolling_summary
+from conversations.selectors import ContextRows, context_rows
 from facts.models import LegacyFact
-from facts.selectors import corrections_said_in, facts_visible_to
+from facts.selectors import corrections_said_in
 from memory_site.core.ai import count_tokens, truncate_to_tokens
 
 # OpenAI's chat format spends a few tokens per message on the role and separators.
@@ -70,6 +67,7 @@ class ContextPacket:
     cuts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     query: str = ""
+    job_refs: list[str] | None = None  # checkpoint.active_job_refs, when already read
     # Token counts, each text counted once per packet: a replayed message's content (or its
     # truncation) and a section's text by text, the system prompt in one slot (it changes with
     # every cut, and only the latest is asked for again).
@@ -118,7 +116,7 @@ class ContextPacket:
 
     @cached_property
     def session_state(self) -> dict[str, Any]:
-        return checkpoint.session_state(self.conversation)
+        return checkpoint.session_state(self.conversation, job_refs=self.job_refs)
 
     @cached_property
     def recent_turn_summaries(self) -> list[str]:
@@ -186,52 +184,26 @@ class ReplayedMessages:
     raw_turns: list[list[Message]]  # the checkpoint's last turns, read once for the packet
 
 
-def context_messages(conversation: Conversation) -> ReplayedMessages:
+def replayed_messages(rows: ContextRows) -> ReplayedMessages:
     """The raw turns (the checkpoint's last CONTEXT_RAW_TURNS turns, seed 004) and, before
     them, seed 002's read: the messages after the latest completed summary or, without a
     summary, the last CONTEXT_RECENT_MESSAGES (seed 000). Only user and assistant messages are
     replayed; tool results live on in the assistant's reply.
 
-    One read of the messages, every role, from the first of either (the bounds are computed by
-    the same statement): the replayed messages are its user and assistant messages, the raw
-    turns its messages from the first of the last CONTEXT_RAW_TURNS user messages on."""
-    summary = latest_completed_rolling_summary(conversation=conversation)
-    in_conversation = Message.objects.filter(conversation=conversation)
-    turns, recent = settings.CONTEXT_RAW_TURNS, settings.CONTEXT_RECENT_MESSAGES
-    bounds = [
-        Value(summary.end_sequence + 1) if summary is not None
-        else _first_of_last(in_conversation.filter(role__in=REPLAYED_ROLES), recent),
-        _first_of_last(in_conversation.filter(role=Message.Role.USER), turns),
-    ]
-    bounds = [bound for bound in bounds if bound is not None]
-    if not bounds:
-        return ReplayedMessages(summary=summary, messages=[], raw_turns=[])
-    # LEAST skips a NULL bound; both NULL (no message to replay) reads nothing.
-    start = bounds[0] if len(bounds) == 1 else Least(*bounds, output_field=IntegerField())
-    read = list(
-        checkpoint.without_retrieval_columns(in_conversation)
-        .filter(sequence__gte=start).order_by("sequence")
-    )
+    `rows` (conversations.selectors.context_rows) holds the messages of every role from the
+    first of either: the replayed messages are its user and assistant messages, the raw turns
+    its messages from the first of the last CONTEXT_RAW_TURNS user messages on."""
+    turns = settings.CONTEXT_RAW_TURNS
+    read = rows.messages
     # The read holds all of the last `turns` user messages (it starts at or before the first).
     users = [m.sequence for m in read if m.role == Message.Role.USER]
     raw_from = users[-min(turns, len(users))] if users and turns >= 1 else None
     return ReplayedMessages(
-        summary=summary,
+        summary=rows.summary,
         messages=[m for m in read if m.role in REPLAYED_ROLES],
         raw_turns=[] if raw_from is None else checkpoint.group_turns(
             m for m in read if m.sequence >= raw_from
         ),
-    )
-
-
-def _first_of_last(messages: QuerySet[Message], count: int) -> Coalesce | None:
-    """The sequence of the first of the last `count` of `messages`, as SQL (the count-th
-    latest, or the first when there are fewer; NULL without any); None when count < 1."""
-    if count < 1:
-        return None
-    return Coalesce(
-        Subquery(messages.order_by("-sequence").values("sequence")[count - 1:count]),
-        Subquery(messages.order_by("sequence").values("sequence")[:1]),
     )
 
 
@@ -281,8 +253,9 @@ def build_context(
 
     `query` drives retrieval; without one, the latest user message does.
     """
-    user = conversation.user
-    replayed = context_messages(conversation)
+    rows = context_rows(conversation=conversation, recent=settings.CONTEXT_RECENT_MESSAGES,
+                        turns=settings.CONTEXT_RAW_TURNS)
+    replayed = replayed_messages(rows)
     summary, messages = replayed.summary, replayed.messages
     if query is None or not query.strip():
         latest_user = next((m for m in reversed(messages) if m.role == Message.Role.USER), None)
@@ -299,11 +272,10 @@ def build_context(
     compiled_at = now or timezone.now()
     sections = [
         prompt.persona_section(conversation),
-        prompt.memory_section(active_memories_for_user(user)),
-        prompt.places_section(places_for_user(user)),
+        prompt.memory_section(rows.memories),
+        prompt.places_section(rows.places),
         prompt.datetime_section(compiled_at),
-        prompt.facts_section(facts_visible_to(user, conversation.legacy),
-                             legacy_name=conversation.legacy.name),
+        prompt.facts_section(rows.facts, legacy_name=conversation.legacy.name),
         prompt.retrieved_section(hits, corrections=_corrections(conversation, hits)),
         prompt.summary_section(summary),
         prompt.session_state_section(conversation),
@@ -311,7 +283,7 @@ def build_context(
     packet = ContextPacket(
         conversation=conversation, sections=sections, messages=messages, latest_content=None,
         raw_turns=replayed.raw_turns, compiled_at=compiled_at,
-        warnings=warnings, query=query,
+        warnings=warnings, query=query, job_refs=rows.job_refs,
     )
     _fit_budget(packet)
     return packet

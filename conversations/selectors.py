@@ -1,15 +1,18 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import (
     BooleanField,
     Count,
@@ -32,10 +35,17 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Least, Power
 from django.utils import timezone
 
-from agent_memory.models import PlaceMention
+from agent_memory.models import AgentMemory, Place, PlaceMention
+from agent_memory.selectors import (
+    active_memories_sql,
+    memories_from_json,
+    places_from_json,
+    places_sql,
+)
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
 from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
+from facts.selectors import facts_from_json, facts_visible_sql
 from memory_site.core.errors import NotFound
 
 
@@ -100,6 +110,110 @@ def latest_completed_rolling_summary(*, conversation: Conversation) -> Conversat
         )
         .order_by("-end_sequence", "-created_at")
         .first()
+    )
+
+
+# --- The context packet's rows, read in one statement -----------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextRows:
+    """What the context packet shows besides its search, as read for it."""
+
+    summary: ConversationMemory | None  # latest_completed_rolling_summary
+    messages: list[Message]  # every role, in sequence order, from the first message replayed
+    memories: list[AgentMemory]  # agent_memory.selectors.active_memories_for_user
+    places: list[Place]  # agent_memory.selectors.places_for_user
+    facts: list[LegacyFact]  # facts.selectors.facts_visible_to
+    job_refs: list[str]  # checkpoint.active_job_refs
+
+
+_MESSAGE_FIELDS = ("id", "conversation_id", "sequence", "role", "content", "metadata",
+                   "created_at")
+_SUMMARY_FIELDS = ("id", "conversation_id", "memory_text", "start_sequence", "end_sequence",
+                   "base_memory_id", "status")
+
+_CONTEXT_SQL = """
+SELECT
+  CASE WHEN s.id IS NOT NULL THEN
+    json_build_array(s.id, s.memory_text, s.start_sequence, s.end_sequence, s.base_memory_id)
+  END,
+  (SELECT coalesce(json_agg(json_build_array(id, sequence, role, content, metadata, created_at)
+                            ORDER BY sequence), '[]'::json)
+   FROM {messages} WHERE conversation_id = %(conversation_id)s
+     AND sequence >= least(coalesce(s.end_sequence + 1, {replay_from}), {raw_from})),
+  ({memories}),
+  ({places}),
+  ({facts}),
+  (SELECT coalesce(json_agg(id ORDER BY created_at, id), '[]'::json) FROM {summaries}
+   WHERE conversation_id = %(conversation_id)s AND status = 'processing')
+FROM (VALUES (1)) AS one
+LEFT JOIN LATERAL (
+  SELECT id, memory_text, start_sequence, end_sequence, base_memory_id FROM {summaries}
+  WHERE conversation_id = %(conversation_id)s AND status = 'completed'
+  ORDER BY end_sequence DESC, created_at DESC LIMIT 1
+) s ON true
+"""
+
+
+def _first_of_last(roles: tuple[str, ...], count: int) -> str:
+    """SQL of the sequence of the first of the last `count` messages of these roles (the
+    count-th latest, or the first when there are fewer; NULL without any, or for count < 1)."""
+    if count < 1:
+        return "NULL"
+    table = connection.ops.quote_name(Message._meta.db_table)
+    where = (f"conversation_id = %(conversation_id)s AND role IN "
+             f"({', '.join(repr(str(role)) for role in roles)})")
+    return (f"coalesce((SELECT sequence FROM {table} WHERE {where} ORDER BY sequence DESC "
+            f"OFFSET {count - 1} LIMIT 1), "
+            f"(SELECT sequence FROM {table} WHERE {where} ORDER BY sequence LIMIT 1))")
+
+
+def _json(value: Any) -> Any:
+    # psycopg decodes json; Django has it hand jsonb over as text.
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def context_rows(*, conversation: Conversation, recent: int, turns: int) -> ContextRows:
+    """Everything the context packet shows besides its search, in one statement scoped by the
+    conversation, its user and its legacy in SQL: the latest completed rolling summary; the
+    messages from the first of (after the summary or, without one, the first of the last
+    `recent` user and assistant messages) and the first of the last `turns` user messages,
+    every role, without the columns only retrieval reads; the user's active memories and
+    places; the facts the user sees about the legacy; the rolling summaries being written.
+    Rows carry the columns the packet reads (the others load on access)."""
+    replayed = (Message.Role.USER, Message.Role.ASSISTANT)
+    sql = _CONTEXT_SQL.format(
+        summaries=connection.ops.quote_name(ConversationMemory._meta.db_table),
+        messages=connection.ops.quote_name(Message._meta.db_table),
+        replay_from=_first_of_last(replayed, recent),
+        raw_from=_first_of_last((Message.Role.USER,), turns),
+        memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"conversation_id": conversation.pk,
+                             "user_id": conversation.user_id,
+                             "legacy_id": conversation.legacy_id})
+        summary, messages, memories, places, facts, jobs = map(_json, cursor.fetchone())
+    alias = connection.alias
+    if summary is not None:
+        summary = ConversationMemory.from_db(alias, _SUMMARY_FIELDS, (
+            UUID(summary[0]), conversation.pk, *summary[1:4],
+            summary[4] and UUID(summary[4]), ConversationMemory.Status.COMPLETED,
+        ))
+    return ContextRows(
+        summary=summary,
+        messages=[
+            Message.from_db(alias, _MESSAGE_FIELDS, (
+                UUID(pk), conversation.pk, sequence, role, content, metadata,
+                datetime.fromisoformat(created_at),
+            ))
+            for pk, sequence, role, content, metadata, created_at in messages
+        ],
+        memories=memories_from_json(memories, user_id=conversation.user_id),
+        places=places_from_json(places, user_id=conversation.user_id),
+        facts=facts_from_json(facts),
+        job_refs=[f"memory:{pk}" for pk in jobs],
     )
 
 

@@ -4,9 +4,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
@@ -208,24 +212,103 @@ def fact_for_user(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:
     return fact
 
 
+_FACT_FIELDS = ("id", "legacy_id", "user_id", "category", "content", "visibility")
+
+
+def _fact(values: list[Any], username: str | None = None) -> LegacyFact:
+    """A fact from a row [id, legacy_id, user_id, category, content, visibility] of plain SQL
+    (the prompt's columns; the others load on access), with its author when `username` is
+    given."""
+    values = [UUID(values[0]), UUID(values[1]), *values[2:]]
+    fact = LegacyFact.from_db(connection.alias, _FACT_FIELDS, values)
+    if username is not None:
+        fact.user = get_user_model().from_db(
+            connection.alias, ("id", get_user_model().USERNAME_FIELD), (values[2], username)
+        )
+    return fact
+
+
+def _tables() -> dict[str, str]:
+    user = get_user_model()
+    return {
+        "facts": connection.ops.quote_name(LegacyFact._meta.db_table),
+        "memberships": connection.ops.quote_name(LegacyMembership._meta.db_table),
+        "users": connection.ops.quote_name(user._meta.db_table),
+        "username": connection.ops.quote_name(
+            user._meta.get_field(user.USERNAME_FIELD).column
+        ),
+    }
+
+
+_VISIBLE_FACTS_SQL = """
+SELECT coalesce(json_agg(json_build_array(
+         f.id, f.legacy_id, f.user_id, f.category, f.content, f.visibility, u.{username})
+         ORDER BY f.extracted_at, f.id), '[]'::json)
+FROM {facts} f JOIN {users} u ON u.id = f.user_id
+WHERE f.legacy_id = %(legacy_id)s AND (f.user_id = %(user_id)s OR f.visibility = 'shared')
+  AND f.superseded_by_id IS NULL
+  AND EXISTS (SELECT 1 FROM {memberships} m
+              WHERE m.legacy_id = %(legacy_id)s AND m.user_id = %(user_id)s)
+"""
+
+
+def facts_visible_sql() -> str:
+    """facts_visible_to(user, legacy) (current facts only, the prompt's) as SQL of one json
+    value, for %(user_id)s and %(legacy_id)s: a statement that reads several blocks of the
+    prompt at once selects it as a column, and facts_from_json makes the facts."""
+    return _VISIBLE_FACTS_SQL.format(**_tables())
+
+
+def facts_from_json(rows: list[list[Any]]) -> list[LegacyFact]:
+    """The facts of facts_visible_sql's value, in its order, each with its author."""
+    return [_fact(row[:6], row[6]) for row in rows]
+
+
+_CORRECTIONS_SQL = """
+WITH RECURSIVE chain AS (
+  SELECT f.id AS old_id, f.source_conversation_id, f.source_range_start, f.source_range_end,
+         f.extracted_at, n.id, n.legacy_id, n.user_id, n.category, n.content, n.visibility,
+         n.superseded_by_id
+  FROM {facts} f JOIN {facts} n ON n.id = f.superseded_by_id
+  WHERE f.user_id = %(user_id)s AND f.legacy_id = %(legacy_id)s
+    AND f.source_conversation_id = ANY(%(conversation_ids)s::uuid[])
+  UNION ALL
+  SELECT c.old_id, c.source_conversation_id, c.source_range_start, c.source_range_end,
+         c.extracted_at, n.id, n.legacy_id, n.user_id, n.category, n.content, n.visibility,
+         n.superseded_by_id
+  FROM chain c JOIN {facts} n ON n.id = c.superseded_by_id
+)
+SELECT c.old_id, o.legacy_id, o.user_id, o.category, o.content, o.visibility,
+       c.source_conversation_id, c.source_range_start, c.source_range_end,
+       c.id, c.legacy_id, c.user_id, c.category, c.content, c.visibility
+FROM chain c JOIN {facts} o ON o.id = c.old_id
+WHERE c.superseded_by_id IS NULL
+ORDER BY c.extracted_at, c.old_id
+"""
+
+
 def corrections_said_in(
     *, user: AbstractBaseUser, legacy: Legacy, conversation_ids: Iterable[object]
 ) -> list[tuple[LegacyFact, LegacyFact]]:
     """(old, current) for each of the user's facts extracted from these conversations that a
     later fact corrected: what an earlier conversation said that is no longer current, and
-    what is current now (the end of the correction chain)."""
-    old = list(
-        LegacyFact.objects.filter(
-            user=user, legacy=legacy, source_conversation_id__in=list(conversation_ids),
-            superseded_by__isnull=False,
-        ).select_related("superseded_by")
-    )
+    what is current now (the end of the correction chain, followed in SQL). One query; the
+    old fact comes with its source range, both with the prompt's columns (the others load
+    on access), oldest extraction first."""
+    ids = [str(pk) for pk in conversation_ids]
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_CORRECTIONS_SQL.format(**_tables()), {
+            "user_id": user.pk, "legacy_id": legacy.pk, "conversation_ids": ids,
+        })
+        rows = cursor.fetchall()
     pairs = []
-    for fact in old:
-        current = fact.superseded_by
-        while current.superseded_by_id is not None:  # chains are a correction or two long
-            current = current.superseded_by
-        pairs.append((fact, current))
+    for row in rows:
+        old = LegacyFact.from_db(connection.alias, (*_FACT_FIELDS, "source_conversation_id",
+                                                    "source_range_start", "source_range_end"),
+                                 row[:9])
+        pairs.append((old, LegacyFact.from_db(connection.alias, _FACT_FIELDS, row[9:])))
     return pairs
 
 

@@ -8,14 +8,21 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 
-from agent_memory.services import memory_create
+from agent_memory.selectors import active_memories_for_user, places_for_user
+from agent_memory.services import memory_create, place_add
 from conversations import context
-from conversations.agent_serializers import context_response
+from conversations.agent_serializers import ContextResponseSerializer, context_response
 from conversations.context import build_context, total_tokens
+from conversations.retrieval import search_conversations
+from conversations.selectors import context_rows
 from conversations.services import message_append
+from facts.selectors import facts_visible_to
 from memory_site.core.ai import count_tokens
 from tests.factories import ConversationFactory, ConversationMemoryFactory, LegacyFactFactory
+from tests.support.chunks import chunk_for
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +145,121 @@ def test_without_messages_or_summary_nothing_is_read_twice(family, settings):
     assert packet.raw_turns == []
     assert [m.sequence for m in packet.messages] == [1, 2, 3]
     assert context_response(packet)["last_response_type"] == "text"
+
+
+@pytest.fixture
+def everything(family, talked):
+    """`talked` with every part of the body: a memory without a subject, places (one
+    mentioned), a fellow member's shared fact and a private one, an earlier conversation
+    whose words the user corrected twice (a chain), a summary being written and session
+    state."""
+    earlier = ConversationFactory(user=family.owner, legacy=family.legacy)
+    chunk_for(earlier, 0, 20, "Rose married Tom in 1961 by the orchard hives.")
+    memory_create(user=family.owner, content="Prefers short answers", category="preference")
+    place_add(user=family.owner, place_id="orchard", name="The orchard", notes="Rose's bees",
+              conversation=earlier)
+    place_add(user=family.owner, place_id="lake", name="The lake")
+    LegacyFactFactory(legacy=family.legacy, user=family.member, visibility="shared",
+                      content="Rose was a nurse.")
+    LegacyFactFactory(legacy=family.legacy, user=family.member, content="Member's own note.")
+    now = LegacyFactFactory(legacy=family.legacy, user=family.owner,
+                            content="Rose married Tom in 1963.")
+    then = LegacyFactFactory(legacy=family.legacy, user=family.owner, superseded_by=now,
+                             superseded_at=timezone.now(), content="Rose married Tom in 1962.")
+    LegacyFactFactory(legacy=family.legacy, user=family.owner, superseded_by=then,
+                      superseded_at=timezone.now(), content="Rose married Tom in 1961.",
+                      source_conversation=earlier, source_range_start=0, source_range_end=20)
+    ConversationMemoryFactory(conversation=talked, memory_text="", start_sequence=0,
+                              end_sequence=23, status="processing")
+    talked.active_topics = ["bees"]
+    talked.open_loops = ["the <b>hive</b> keys"]
+    talked.pending_clarifications = ["Which orchard?"]
+    talked.save()
+    return talked
+
+
+QUERY = "When did Rose marry Tom at the orchard?"
+
+
+@pytest.mark.parametrize("budget", [None, 900, 700])
+def test_the_body_is_the_serializers_field_for_field(everything, settings, budget):
+    """context_response builds the body without the serializer's machinery; the serializer
+    stays its schema, and both give the same bytes (cut or not)."""
+    if budget is not None:
+        settings.CONTEXT_TOKEN_BUDGET = budget
+    packet = build_context(conversation=everything, query=QUERY, now=NOW)
+    if budget is None:
+        assert packet.retrieved and packet.facts and packet.memories and packet.places
+    else:
+        assert packet.cuts
+
+    body = JSONRenderer().render(context_response(packet))
+    expected = ContextResponseSerializer(
+        packet, context={"user_id": packet.conversation.user_id}
+    ).data
+
+    assert body == JSONRenderer().render(expected)
+
+
+def test_the_body_of_an_empty_conversation_is_the_serializers(family):
+    packet = build_context(conversation=ConversationFactory(user=family.owner,
+                                                            legacy=family.legacy), now=NOW)
+
+    assert JSONRenderer().render(context_response(packet)) == JSONRenderer().render(
+        ContextResponseSerializer(packet, context={"user_id": family.owner.pk}).data
+    )
+
+
+def test_a_correction_chain_is_noted_at_its_end(everything):
+    packet = build_context(conversation=everything, query=QUERY, now=NOW)
+
+    [line] = [line.text for line in packet.section("retrieved").lines if "1961" in line.text]
+    assert line.endswith("(corrected later: Rose married Tom in 1963.)")
+    assert [f.content for f in packet.facts if "married" in f.content] == [
+        "Rose married Tom in 1963."
+    ]
+
+
+def test_the_packet_reads_everything_but_its_search_in_two_queries(everything, settings):
+    """One statement for the summary, the messages, the memories, the places, the facts and
+    the running summary jobs; one for the corrections of the retrieved conversations; the
+    search's own queries; nothing else, however many rows each part has."""
+    user, legacy = everything.user, everything.legacy
+    with CaptureQueriesContext(connection) as search:
+        search_conversations(user=user, legacy=legacy, query=QUERY,
+                             k=settings.CONTEXT_RETRIEVAL_TOP_K,
+                             exclude_conversation_ids=[everything.pk])
+
+    with CaptureQueriesContext(connection) as queries:
+        body = context_response(build_context(conversation=everything, query=QUERY, now=NOW))
+
+    assert body["parts"]["retrieved"] and body["active_job_refs"]
+    assert len(queries) == 2 + len(search)
+
+    settings.CONTEXT_RETRIEVAL_TOP_K = 0  # no search, no corrections to look up
+    with CaptureQueriesContext(connection) as queries:
+        body = context_response(build_context(conversation=everything, query=QUERY, now=NOW))
+
+    assert body["parts"]["retrieved"] == [] and len(body["parts"]["facts"]) == 8
+    assert len(queries) == 1, [q["sql"] for q in queries.captured_queries]
+
+
+def test_the_rows_are_what_the_apps_selectors_read(family, everything):
+    """context_rows' memories, places and facts are active_memories_for_user, places_for_user
+    and facts_visible_to, for the user, a fellow member and a stranger to the legacy."""
+    for user in (family.owner, family.member, family.stranger):
+        conversation = everything if user == family.owner else ConversationFactory(
+            user=user, legacy=family.legacy)
+        rows = context_rows(conversation=conversation, recent=20, turns=3)
+
+        assert [(f.pk, f.content, f.visibility, f.user.username) for f in rows.facts] == [
+            (f.pk, f.content, f.visibility, f.user.username)
+            for f in facts_visible_to(user, family.legacy)
+        ]
+        assert [(m.pk, m.category, m.subject, m.content) for m in rows.memories] == [
+            (m.pk, m.category, m.subject, m.content) for m in active_memories_for_user(user)
+        ]
+        assert [(p.pk, p.name, p.notes, p.conversation_count) for p in rows.places] == [
+            (p.pk, p.name, p.notes, p.conversation_count) for p in places_for_user(user)
+        ]
+    assert not facts_visible_to(family.stranger, family.legacy).exists()
