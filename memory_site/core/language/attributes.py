@@ -441,3 +441,48 @@ def absolute_contradicted(new: str, old: str) -> bool:
                 if _same_object(rest, clause):
                     return True
     return False
+
+
+# --- "never" about going anywhere: more often a manner of speaking than a fact -------------
+# "never left Ireland in her life", "never learned to drive", "never got on a plane again",
+# "never lived anywhere but New Orleans", "always lived in the same house": on the labelled
+# family sets (docs/quality.md, Round 4) 19 such statements were later contradicted or
+# corrected by the family and 2 were true, so they are not filed at all (a later journey,
+# drive or move is filed as it is said).
+_DRIVE_VERBS = frozenset(["drive", "drove", "driven", "driving", "drives"])
+_LICENCE = re.compile(r"^\s*(?:a\s+|her\s+|his\s+)?(?:driving\s+)?licen[cs]e\b", re.IGNORECASE)
+_ELSEWHERE = re.compile(r"^\s*(?:anywhere|anyplace|somewhere|elsewhere)\b|"
+                        r"^\s*(?:in\s+|at\s+)?(?:any\s+(?:other\s+)?(?:place|town|city|country)|"
+                        r"outside)\b", re.IGNORECASE)
+# "never left her side", "never left the house without lipstick", "never left a tip": not a
+# journey.
+_NOT_A_JOURNEY = re.compile(r"^\s*(?:an?\s|(?:her|his|their|my|our)\s+(?:side|mark)\b)|"
+                            r"\b(?:without|behind|alone|side|tip|note|mark|trace)\b",
+                            re.IGNORECASE)
+
+
+def mobility_absolute(content: str) -> bool:
+    """Whether `content` says of its subject that they never left a place, travelled, flew,
+    went back, drove (or learned to), had a driving licence or lived anywhere else, or that
+    they always lived in one place."""
+    subject = _SUBJECT.match(content.strip())
+    if subject is None:
+        return False
+    for absolute in _ABSOLUTE.finditer(content.strip()[subject.end():]):
+        verb = absolute.group("verb").lower()
+        rest = absolute.group("rest")
+        if absolute.group("word").lower() == "always":
+            if verb in _RESIDENCE_VERBS:
+                return True
+            continue
+        stem = _stem(verb)
+        if stem in _TRAVEL_STEMS and _NOT_A_JOURNEY.search(rest):
+            continue
+        if (stem in _TRAVEL_STEMS or verb in _DRIVE_VERBS
+                or (verb in ("went", "been", "gone", "go", "got", "set", "stepped")
+                    and (_FAR.search(rest) or _BACK.match(rest) or _NEVER_FLEW.match(rest)))
+                or (verb in ("had", "got", "held") and _LICENCE.match(rest))
+                or (verb in _RESIDENCE_VERBS | {"moved", "move"} and (
+                    _ELSEWHERE.match(rest) or not rest.strip()))):
+            return True
+    return False

@@ -68,6 +68,9 @@ def _lower_case_name_after(names: tuple[str, ...]) -> re.Pattern[str]:
     """One of the legacy's one-word names right after a kinship word, in lower case as
     families type it ("auntie tee"); capitalised names are read by _NAME_AFTER_KIN."""
     words = [n.lower() for n in names if re.fullmatch(r"[A-Za-z]+", n)]
+    # Round 4: right after a kinship word, the first three letters or more of a first name
+    # are a short form the table may lack ("my stepbrother cal" for Callum, "my mom deb").
+    words += [word[:end] for word in words for end in range(3, len(word))]
     return re.compile(rf"[ \t]+(?:{alternation(words)})\b(?![ \t]+[A-Z])")
 
 

@@ -28,9 +28,17 @@ KIN_FAMILIES: dict[str, tuple[str, ...]] = {
     "daughter": ("daughter",),
     "son": ("son",),
     "cousin": ("cousin",),
+    # Round 4: step- and half-relatives are families of their own ("my stepbrother cal" is
+    # not "my brother", and "my mum married his dad" is not about Cal).
+    "stepmother": ("stepmom", "stepmum", "stepmother", "step-mom", "step-mum", "step-mother"),
+    "stepfather": ("stepdad", "stepfather", "step-dad", "step-father"),
+    "stepsister": ("stepsister", "step-sister", "half-sister"),
+    "stepbrother": ("stepbrother", "step-brother", "half-brother"),
 }
-FEMALE_FAMILIES = frozenset(["mother", "grandmother", "aunt", "sister", "wife", "daughter"])
-MALE_FAMILIES = frozenset(["father", "grandfather", "uncle", "brother", "husband", "son"])
+FEMALE_FAMILIES = frozenset(["mother", "grandmother", "aunt", "sister", "wife", "daughter",
+                             "stepmother", "stepsister"])
+MALE_FAMILIES = frozenset(["father", "grandfather", "uncle", "brother", "husband", "son",
+                           "stepfather", "stepbrother"])
 # Without a link to the legacy's name, only a parent or grandparent may be the person being
 # remembered: a sibling, child, spouse, aunt, uncle or cousin the user mentions is far more
 # often someone else in the story ("My husband and I visited her every Sunday").

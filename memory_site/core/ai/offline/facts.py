@@ -12,6 +12,7 @@ from memory_site.core.language.attributes import (
     absolute_contradicted,
     contradiction,
     implausible_correction,
+    mobility_absolute,
 )
 from memory_site.core.language.kinship import LegacyReference, family_gender, legacy_for
 from memory_site.core.language.sentences import display_name, is_question, split_sentences
@@ -40,7 +41,17 @@ _HEDGE = re.compile(
     # Round 3: what would have been or was only planned ("wouldve been amazing", "they were
     # gonna get married"), and a value doubted as it is said ("1938 or was it 39").
     r"wouldve|would've|couldve|could've|shouldve|should've|"
-    r"(?:was|were)\s+(?:gonna|going\s+to|meant\s+to|supposed\s+to)|or\s+was\s+it)\b"
+    r"(?:was|were)\s+(?:gonna|going\s+to|meant\s+to|supposed\s+to)|or\s+was\s+it|"
+    # Round 4: counterfactuals as typed ("she'd have been 86 this year", "would of loved it",
+    # "she'd be 86 now", "had she lived") and wishes that did not come true ("wanted to be a
+    # singer", "always wanted to see Rome").
+    r"(?:would|could|should|might|must)\s+of|(?:would|\w+['’]d)\s+be\s+\d+|"
+    r"had\s+(?:she|he)\s+(?:lived|survived)|wanted\s+to|hoped\s+to|planned\s+to|"
+    r"dream(?:ed|t)\s+of)\b"
+    # "she'd have been", "he'd of loved", "she'd've": "'d have" before a past participle is
+    # "would have" ("he'd have a schooner every friday" is a habit).
+    r"|(?<=\w)['’]d\s+(?:have|of)\s+(?:been|[a-z]+(?:ed|en|wn|ne|ght|nt|lt|ung|ank))\b"
+    r"|(?<=\w)['’]d['’]ve\b"
     # "81 or 82", "1961 or 62": two values, the user does not know which.
     r"|\b\d+\s+or\s+\d+\b",
     re.IGNORECASE,
@@ -48,6 +59,9 @@ _HEDGE = re.compile(
 _LEAD_IN = re.compile(
     r"^(?:and|but|so|well|oh|yes|yeah|also|plus|anyway|honestly|you know|very|sure|"
     r"no|nah|nope|aye|yep|yup|ok|okay|"
+    # Round 4: "one thing, i said the Mater last time but …", "btw she …".
+    r"(?:just\s+)?one\s+(?:more\s+|last\s+|other\s+|small\s+|quick\s+)?thing|"
+    r"(?:a\s+)?quick\s+thing|btw|by\s+the\s+way|fyi|just\s+so\s+you\s+know|"
     r"i remember(?: that| how| when)?|i know(?: that)?|i'll never forget(?: that| how)?|"
     r"i still remember(?: that| how)?)\b[,.!]?\s+",
     re.IGNORECASE,
@@ -246,6 +260,8 @@ _NOT_BUT = re.compile(
     r"(?P<old>[^,;.!?]+?)\s*,\s*(?:but\s+)?(?:(?:she|he)\s+was|it\s+was|was)\s+(?P<new>.+)$",
     re.IGNORECASE,
 )
+# "she was a midwife, not a nurse": a noun taken back at the end of the statement.
+_NOT_A_NOUN = re.compile(r",\s*not\s+an?\s+(?P<noun>[a-z][a-z'’-]+)\W*$", re.IGNORECASE)
 # "Aunt Pearl called, and it was 12 children, not 11": the correction is the clause.
 _IT_WAS_CLAUSE = re.compile(r"\b(?:and|but|so)\s+(?P<clause>it\s+(?:was|is)\b.*)$",
                             re.IGNORECASE)
@@ -438,7 +454,7 @@ _IN_SENTENCE = re.compile(
 _UNRESOLVED_CORRECTION = re.compile(
     r"(?:^|[\s,])(?:no,?\s+(?:not|wait|sorry)|i\s+mean|or\s+rather|scratch\s+that)\b"
     r"|,\s*(?:well|actually|oops|wait|sorry)\b|\bsorry\s*,"
-    r"|\b\d+\s+no\s+\d+\b",
+    r"|\b\d+\s*,?\s+no\s*,?\s+\d+\b",
     re.IGNORECASE)
 
 
@@ -986,6 +1002,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     names = {w.lower() for name in (legacy_name, *aliases) for w in re.findall(r"\w+", name)}
     facts = _BatchFacts()
     pending_correction = False
+    skipped_absolute = False  # the sentence before was a "never" left unfiled
     focus_on_legacy = False
     previous: str | None = None
     previous_is_users = False
@@ -1029,9 +1046,11 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 correction = True
             if _EXCEPTION.match(body):
                 # "He never took a sick day in 38 years. Well, except 1982 when…": the
-                # "never" just said was a manner of speaking.
-                facts.drop_absolute()
+                # "never" just said was a manner of speaking (unless it was not filed).
+                if not skipped_absolute:
+                    facts.drop_absolute()
                 continue
+            skipped_absolute = False
             reported = _REPORTED.match(body)
             if reported and reference.match(body[reported.end():]):
                 # "Mum says Ted was the fourth of five": what follows is the statement.
@@ -1043,6 +1062,9 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             if not body:
                 continue
             negated = None if said_first else _NOT_BUT.match(body)
+            # "she was a midwife, not a nurse": a noun taken back, see _predicate_holder.
+            predicate_back = None if negated else _NOT_A_NOUN.search(body)
+            predicate_word = predicate_back.group("noun") if predicate_back else None
             if negated:
                 # "He wasn't the oldest, he was the second of seven": what he was.
                 body = f"{negated.group('head')} was {negated.group('new')}"
@@ -1075,6 +1097,9 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 old_word = negated.group("old").split()[-1]
                 if _VALUE_WORD.match(old_word):
                     taken_back = (old_word, body)
+                elif re.fullmatch(r"[a-z][a-z'’-]+", old_word):
+                    # "she wasnt technically a nurse, she was a respiratory therapist".
+                    predicate_word = old_word
             # "She retired in 1994, not 1993" opening a later batch: "she" is the person when
             # the statement corrects one of their known facts (and only then); without a
             # marker, only when it contradicts a "never"/"always" of theirs ("she flew to
@@ -1093,6 +1118,11 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 if (not _says_something(content) or naming.match(content)
                         or _UNRESOLVED_CORRECTION.search(content)):
                     continue
+                if mobility_absolute(content):
+                    # "she never left ireland in her life", "never learned to drive": more
+                    # often contradicted later than true (docs/quality.md, Round 4).
+                    skipped_absolute = True
+                    continue
                 fact = ExtractedFact(category=categorize(content), content=content)
                 if fact.content in facts:
                     continue
@@ -1110,7 +1140,8 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                                                 supersedes=found[0]))
                     continue
                 _file_statement(facts, known, fact, body, correction=correction,
-                                taken_back=taken_back[0] if taken_back else None)
+                                taken_back=taken_back[0] if taken_back else None,
+                                predicate=predicate_word)
             elif (correction or taken_back) and (
                     fragment := _fragment_of(body, subject, reference)) is not None:
                 if facts.facts and _apply_correction(facts, fragment):
@@ -1130,10 +1161,46 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     return facts.facts
 
 
+def _predicate_holder(content: str, display: str, noun: str) -> bool:
+    """Whether `content` says the person was `noun` ("Deborah was a nurse at St Vincent's"
+    holds "nurse"): what "she wasn't a nurse, she was …" or "…, not a nurse" takes back."""
+    return bool(re.match(
+        rf"{re.escape(display)}\s+(?:was|is|worked\s+as)\s+(?:[\w'’-]+[\s,]+){{0,4}}?"
+        rf"{re.escape(noun)}(?:s|es)?\b", content, re.IGNORECASE))
+
+
+def _with_predicate(fact: ExtractedFact, old: str, display: str, noun: str) -> ExtractedFact:
+    """`fact` ("Deborah was a respiratory therapist.") as the old fact with its noun phrase
+    replaced ("Deborah was a respiratory therapist at St Vincent's, nights mostly."), when it
+    says nothing but the new noun phrase; else `fact` as it is."""
+    new = re.fullmatch(rf"{re.escape(display)}\s+was\s+(?P<np>(?:an?|the)\s+[^,;]+?)\.?",
+                       fact.content)
+    old_np = re.search(rf"\b(?:an?|the)\s+(?:[\w'’-]+\s+){{0,2}}?{re.escape(noun)}\b", old,
+                       re.IGNORECASE)
+    if new is None or old_np is None:
+        return fact
+    content = old[: old_np.start()] + new.group("np") + old[old_np.end():]
+    return replace(fact, content=content, category=categorize(content))
+
+
 def _file_statement(facts: _BatchFacts, known: _KnownFacts, fact: ExtractedFact, body: str, *,
-                    correction: bool, taken_back: str | None) -> None:
+                    correction: bool, taken_back: str | None,
+                    predicate: str | None = None) -> None:
     """File a statement about the person: in place of the batch's fact it corrects, as the
-    correction of a known fact, or as a new fact."""
+    correction of a known fact, or as a new fact. `predicate` is a noun the statement takes
+    back ("she wasn't a nurse, she was a midwife"): the fact that said the person was one is
+    the one corrected, in the batch or among the known facts."""
+    if predicate:
+        for index, other in reversed(facts.recent()):
+            if _predicate_holder(other.content, known.display, predicate):
+                facts.put(_with_predicate(fact, other.content, known.display, predicate), index)
+                return
+        holder = next((k for k in known.known
+                       if _predicate_holder(k.content, known.display, predicate)), None)
+        if holder is not None:
+            facts.put(replace(_with_predicate(fact, holder.content, known.display, predicate),
+                              supersedes=holder.ref))
+            return
     marked = correction or taken_back is not None
     if not marked and any(implausible_correction(fact.content, other.content)
                           for other in [f for _, f in facts.recent()] + known.known):
