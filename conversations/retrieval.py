@@ -465,22 +465,23 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # the older ones, only the units holding every word of the query ("text_all", when
         # the scope is larger), found by the GIN index.
         # A chunk list reads the scope's rows already read (cs), so one list ranks both.
+        # Each list ranks the newest SEARCH_TEXT_MAX_MATCHES units that match, at most: in a
+        # long history a common word (or a name) matches thousands, and ts_rank_cd of each
+        # is most of a text list's cost.
         text_scope = text_scope.replace("%(conv)s", "%(text_conv)s")
-        rank = ("ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
-                "m.created_at DESC, m.id LIMIT %(n)s")
+
+        def ranked(match: str) -> str:
+            return (f"(SELECT m.id, {cols('m')} FROM (SELECT m.* FROM {source} m, q "
+                    f"WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT %(max_matches)s) "
+                    "AS m, q ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
+                    "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
+
         match = f"{text_scope} AND m.search_vector @@ q.tsq"
         if text == "all" and kind == "chunk":
             match = f"({match}) OR m.search_vector @@ q.tsq_all"
-        lists.append(
-            head("text") +
-            f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {match} {rank}) AS x, q"
-        )
+        lists.append(head("text") + ranked(match))
         if text == "all" and kind == "message":
-            lists.append(
-                head("text_all") +
-                f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {scope} "
-                f"AND m.search_vector @@ q.tsq_all {rank}) AS x, q"
-            )
+            lists.append(head("text_all") + ranked(f"{scope} AND m.search_vector @@ q.tsq_all"))
     if loops:
         lists.append(
             head("loop") +
@@ -612,6 +613,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
         return {}, "none"
     r = max(settings.SEARCH_RERANK_CANDIDATES, n)
     params = {**params, "n": n, "r": r, "n_recent": n_recent,
+              "max_matches": max(settings.SEARCH_TEXT_MAX_MATCHES, n),
               "newest": [str(pk) for pk in scope.newest(n_recent)],
               "text_conv": [str(pk) for pk in text_conv]}
     used = {scans[kind] for kind in kinds if embedded[kind]} if vector else set()

@@ -234,6 +234,27 @@ def test_an_index_scan_that_stops_short_is_completed(family, settings):
                                                                      100)[:5]
 
 
+def test_a_text_list_ranks_only_the_newest_matches(family, settings):
+    """In a long history a common word matches thousands of units: each text list ranks the
+    newest SEARCH_TEXT_MAX_MATCHES (at least SEARCH_CANDIDATES) of them, so an older unit
+    holding every word of the query is a candidate only while it is among them."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_CANDIDATES = 2
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", "Rose baked her apple pie recipe every Sunday.")]
+                    + [("user", f"We picked apples, day {i}.") for i in range(4)])
+
+    def best() -> int:  # no vectors: ranked by text, recency and open loops
+        result = search_conversations(user=family.owner, legacy=family.legacy,
+                                      query="apple pie recipe", k=1)
+        return result.hits[0].message_range_start
+
+    settings.SEARCH_TEXT_MAX_MATCHES = 500
+    assert best() == 0
+    settings.SEARCH_TEXT_MAX_MATCHES = 2  # the two newest matches only
+    assert best() in (3, 4)
+
+
 def test_a_small_share_of_a_large_table_is_scanned_by_its_bits_not_the_index(settings):
     """The index scan reads about rerank × table rows ÷ scope of all users' rows to find the
     scope's nearest: one user's 3,000 chunks among a million would cost 33,000 rows read, the
