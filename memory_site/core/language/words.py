@@ -13,12 +13,14 @@ NOT_NAMES = frozenset(
 # (see kinship_aliases); a family that does stands for them in every form ("my mom, Rose"
 # makes "Mother" and "Mama" Rose too).
 KIN_FAMILIES: dict[str, tuple[str, ...]] = {
-    "mother": ("mom", "mother", "mum", "mommy", "mummy", "mama", "mamma", "momma", "ma"),
+    # Round 5: regional and family forms ("mam", "nain", "oma", "nonno", "ouma", "granda").
+    "mother": ("mom", "mother", "mum", "mommy", "mummy", "mama", "mamma", "momma", "ma", "mam",
+               "mammy"),
     "father": ("dad", "father", "daddy", "papa", "pa", "pop", "pops"),
     "grandmother": ("grandma", "grandmother", "granny", "gran", "nana", "nanna", "nan",
-                    "grandmom", "grandmama"),
+                    "grandmom", "grandmama", "nain", "oma", "nonna", "abuela", "ouma", "bubbe"),
     "grandfather": ("grandpa", "grandfather", "granddad", "grandad", "gramps", "grandpop",
-                    "grandpapa"),
+                    "grandpapa", "taid", "opa", "nonno", "abuelo", "oupa", "zayde", "granda"),
     "aunt": ("aunt", "auntie", "aunty"),
     "uncle": ("uncle",),
     "sister": ("sister", "sis"),
@@ -47,7 +49,7 @@ FAMILY_OF = {word: family for family, words in KIN_FAMILIES.items() for word in 
 # Bare and lower-case, these still name the user's own relative ("when mom retired"); other
 # kinship words need "my"/"our" or a capital ("my mother", "Mother"), not "a mother of three".
 NAME_LIKE_KIN = frozenset(["mom", "dad", "mum", "mommy", "mummy", "daddy", "mama", "momma",
-                            "papa", "grandma", "grandpa", "granny", "nana", "nanna", "grandad",
+                            "mam", "mammy", "papa", "grandma", "grandpa", "granny", "nana", "nanna", "grandad",
                             "granddad", "gramps", "grandmom"])
 KIN_TITLES = ("Mrs.", "Mrs", "Mr.", "Mr", "Ms.", "Ms", "Dr.", "Dr",
               *(word.capitalize() for word in FAMILY_OF))

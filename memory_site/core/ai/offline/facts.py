@@ -5,6 +5,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import accumulate
 
 from memory_site.core.ai.base import ExtractedFact, KnownFact, TranscriptLine
@@ -198,18 +199,58 @@ _OBJECT_ONLY = re.compile(r"^\S+\s+\S+(?:\s+\S+)?\s+(?:him|her|them|it|that)\W*$
 _CLAUSE_JOINER = re.compile(r"\s+(?:and|but|so|then|plus|while|whereas)$", re.IGNORECASE)
 
 
-def _split_new_subjects(sentence: str) -> list[str]:
-    """`sentence` cut before each new subject typed without punctuation (_NEW_SUBJECT).
-    Every test reads a bounded window around the candidate, so a long run of "the day i was
-    …" stays linear."""
+# Round 5: another person's name typed after a kinship word ("uncle delroy", "my sister
+# Priya"), in any case, is their name; it starts a clause of its own when a verb follows it
+# in the middle of a sentence ("dad was the quiet one delroy was the loud one").
+_KIN_NAME = re.compile(rf"(?<![\w'’])(?i:{KIN_ANY})[ \t]+(?P<name>[A-Za-z][a-z'’]{{2,}})\b")
+_NOT_A_NAME = frozenset([
+    *_NOT_BEFORE_SUBJECT, *FAMILY_OF, "was", "were", "is", "are", "had", "has", "have", "did",
+    "does", "do", "got", "went", "made", "took", "ran", "kept", "used", "would", "could",
+    "will", "can", "still", "never", "always", "also", "just", "who", "whos", "too", "in",
+    "at", "on", "to", "from", "for", "with", "of", "by", "side", "family", "dear", "now",
+    "back", "again", "couldnt", "wouldnt", "didnt", "wasnt", "isnt", "hasnt",
+    "hadnt", "doesnt", "dont", "cant", "wont", "aint", "really", "passed", "died", "lived",
+    "side", "years", "lol", "haha", "not", "old", "young", "twin", "late", "own", "first",
+    "second", "third", "last", "best", "favourite", "favorite", "loved", "liked", "says",
+])
+# "the quiet one delroy was the loud one": "one" ends a clause before a name.
+_NOT_BEFORE_NAME = _NOT_BEFORE_SUBJECT - {"one"}
+_NAME_VERB = (r"(?:was|were|is|are|had|has|did|didnt|didn't|does|went|got|made|took|ran|kept|"
+              r"used|would|could|will|can|still|never|always|also|just|[a-z]{2,}ed)\b")
+
+
+def other_names(texts: Sequence[str], names: set[str]) -> re.Pattern[str] | None:
+    """A pattern finding, mid-sentence, another person's name (typed after a kinship word
+    somewhere in `texts`, not one of the person's `names`) followed by a verb; None when the
+    texts name nobody else."""
+    found = {m.group("name").lower() for text in texts for m in _KIN_NAME.finditer(text)}
+    found = {n for n in found if n not in names and n not in _NOT_A_NAME
+             and not n.endswith(("ed", "ing", "ly", "'s", "’s")) and n.title() not in NOT_NAMES}
+    if not found:
+        return None
+    return re.compile(rf"(?<=[\w'’])[ \t]+(?P<who>(?i:{alternation(sorted(found))}))[ \t]+"
+                      rf"{_NAME_VERB}")
+
+
+def _split_new_subjects(sentence: str, others: re.Pattern[str] | None = None) -> list[str]:
+    """`sentence` cut before each new subject typed without punctuation (_NEW_SUBJECT, and
+    the names `others` finds). Every test reads a bounded window around the candidate, so a
+    long run of "the day i was …" stays linear."""
     parts: list[str] = []
     start = 0
     hedge_checked = 0
-    for found in _NEW_SUBJECT.finditer(sentence):
+    candidates = _NEW_SUBJECT.finditer(sentence) if others is None else sorted(
+        [*_NEW_SUBJECT.finditer(sentence), *others.finditer(sentence)], key=lambda m: m.start())
+    for found in candidates:
+        if found.start() < start:
+            continue
         near = sentence[max(start, found.start() - 60):found.start()]
         opening = sentence[start:min(found.start(), start + 200)]
         words = re.findall(r"[\w'’]+", near)
-        if (len(re.findall(r"[\w'’]+", opening)) < 3 or words[-1].lower() in _NOT_BEFORE_SUBJECT
+        named = found.re is not _NEW_SUBJECT
+        if (len(re.findall(r"[\w'’]+", opening)) < 3
+                or words[-1].lower() in (_NOT_BEFORE_NAME if named else _NOT_BEFORE_SUBJECT)
+                or (named and words[-1].lower() in FAMILY_OF)
                 or _CLEFT_BEFORE.search(near.rstrip())
                 or _OBJECT_ONLY.match(sentence[found.start():found.start() + 60].strip())):
             continue
@@ -228,9 +269,10 @@ def _split_new_subjects(sentence: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def _clauses(sentences: Sequence[str], reference: re.Pattern[str]) -> list[str]:
+def _clauses(sentences: Sequence[str], reference: re.Pattern[str],
+             others: re.Pattern[str] | None = None) -> list[str]:
     clauses: list[str] = []
-    for sentence in [part for whole in sentences for part in _split_new_subjects(whole)]:
+    for sentence in [part for whole in sentences for part in _split_new_subjects(whole, others)]:
         parts = [part.rstrip().removesuffix(",").rstrip() if index < len(found) - 1 else part
                  for found in [_AND_PRONOUN.split(sentence)] for index, part in enumerate(found)]
         opening = _strip_lead_in(_strip_markers(parts[0])[0])
@@ -403,6 +445,23 @@ def _find_subject(body: str, reference: re.Pattern[str]) -> _Subject:
     return _Subject("none", 0, 0, False)
 
 
+# ", she was a nurse at …" after a statement about a man: another person's clause.
+_PRONOUN_CLAUSE = re.compile(r",\s*(?:and\s+|but\s+|then\s+|so\s+)?(?P<who>she|he)(?=['’\s])",
+                             re.IGNORECASE)
+
+
+def _cut_other_gender(statement: str, start: int, gender: str | None) -> str:
+    """`statement` cut before a ", she/he …" clause (after `start`, the subject) whose pronoun
+    is not the person's gender: "he married mum in 1966, she was a nurse at …" is his
+    marriage and her job (Round 5). Unchanged when the person's gender is not known."""
+    if gender is None:
+        return statement
+    for found in _PRONOUN_CLAUSE.finditer(statement, start):
+        if (found.group("who").lower() == "she") != (gender == "female"):
+            return statement[: found.start()]
+    return statement
+
+
 def _pronoun_fits(word: str, legacy: LegacyReference) -> bool:
     female = word in ("she", "her")
     if legacy.gender is None:
@@ -447,6 +506,13 @@ _IN_SENTENCE = re.compile(
 )
 
 
+# A value as typed: a number, a count word or an ordinal.
+_NUMBER_OR_WORD = (
+    r"\d+(?:st|nd|rd|th)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|first|second|"
+    r"third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eldest|oldest|youngest")
+
+
 # A correction still inside a fact once the rules above have done their part ("…every
 # friday, no thursday sorry, friday the boat was usually out", "born in 48 no 49", "leeks,
 # well onions mostly"): which value holds is unclear, so the sentence files nothing. ("never
@@ -454,8 +520,23 @@ _IN_SENTENCE = re.compile(
 _UNRESOLVED_CORRECTION = re.compile(
     r"(?:^|[\s,])(?:no,?\s+(?:not|wait|sorry)|i\s+mean|or\s+rather|scratch\s+that)\b"
     r"|,\s*(?:well|actually|oops|wait|sorry)\b|\bsorry\s*,"
-    r"|\b\d+\s*,?\s+no\s*,?\s+\d+\b",
+    r"|\b\d+\s*,?\s+no\s*,?\s+\d+\b"
+    # Round 5: any marker between two values of one kind, with or without commas ("five no
+    # six", "the second wait the third", "33 actually 34").
+    rf"|\b(?P<first>{_NUMBER_OR_WORD})\s*,?\s+(?:no|wait|actually|make\s+that|scratch\s+that|"
+    rf"oops|sorry|i\s+mean|or\s+rather|well)\s*,?\s+(?:the\s+)?(?P<second>{_NUMBER_OR_WORD})\b",
     re.IGNORECASE)
+
+
+def _same_kind_values(before: str, new: str) -> bool:
+    """Whether the last word of `before` and `new` (one word) are values of one kind: two
+    numbers or years, two count words, two ordinals ("five sorry six", "1961 i mean 1962")."""
+    last = re.search(r"[\w'’-]+$", before)
+    if last is None or len(new.split()) != 1:
+        return False
+    old_values, new_values = _values(last.group(0)), _values(new)
+    return any(old_values[kind] and new_values[kind]
+               for kind in ("year", "number", "count", "ordinal"))
 
 
 def _correct_in_sentence(text: str, start: int) -> str:
@@ -471,8 +552,10 @@ def _correct_in_sentence(text: str, start: int) -> str:
     before = text[: found.start()].rstrip()
     if marker == "well" and not found.group(0).rstrip().lower().endswith("really"):
         return text
-    if marker.split()[0] in ("sorry", "i", "or", "oops") and not before.endswith(","):
-        # "never once said sorry in his life": "sorry" alone corrects only after a comma.
+    if (marker.split()[0] in ("sorry", "i", "or", "oops") and not before.endswith(",")
+            and not _same_kind_values(before, found.group("new"))):
+        # "never once said sorry in his life": "sorry" alone corrects only after a comma, or
+        # between two values of one kind ("the eldest of five sorry six", Round 5).
         return text
     before = before.removesuffix(",")
     new = found.group("new")
@@ -796,6 +879,47 @@ def _similarity(a: str, b: str) -> float:
     return len(words_a & words_b) / len(union) if union else 0.0
 
 
+# Words that say nothing of what a value is about ("Rose was 62" restates no frame).
+_FRAME_STOP = frozenset(["was", "were", "is", "are", "had", "has", "have", "she", "he", "her",
+                         "his", "the", "and", "for", "about", "just", "only", "really"])
+
+
+@lru_cache(maxsize=4096)
+def _frame_values(text: str) -> dict[str, tuple[str, ...]]:
+    """The values of `text` by kind, "one of" not counted ("one of twelve" states twelve).
+    Cached: a correction compares itself with each of the batch's recent facts."""
+    values = _values(_ONE_OF.sub("", text))
+    return {kind: tuple(values[kind]) for kind in ("year", "number", "count", "ordinal")}
+
+
+_ONE_OF = re.compile(r"\bone\s+of\b", re.IGNORECASE)
+
+
+def _restated_value(new: str, old: str) -> tuple[str, str] | None:
+    """(new value, old value) when `new` restates `old`'s frame with another value of the
+    same kind: one value each, and every word of `new` but its value is in `old` and at
+    least one of them says what the value counts ("was one of twelve" for "was one of eleven
+    children", "at sea for 14 years" for "was at sea for 12 years"). Only with a correction
+    marker (Round 5): without one, two values in one frame may be two things."""
+    new_all = _frame_values(new)
+    if not any(new_all.values()):
+        return None
+    old_all = _frame_values(old)
+    for kind in ("year", "number", "count", "ordinal"):
+        new_values, old_values = new_all[kind], old_all[kind]
+        if len(new_values) != 1 or len(old_values) != 1:
+            continue
+        if new_values[0].lower() == old_values[0].lower():
+            return None
+        value_words = {new_values[0].lower(), old_values[0].lower()}
+        frame = _content_words(new) - value_words
+        if frame <= _content_words(old) - value_words and frame - _FRAME_STOP - {
+                w.lower() for w in re.findall(r"\w+", display_name(new))}:
+            return new_values[0], old_values[0]
+        return None
+    return None
+
+
 def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> str | None:
     """What `new` becomes when it corrects `old`, or None when it does not correct it: a value
     `old` states and the correction takes back ("…, not 1961"), or the same attribute with
@@ -803,14 +927,17 @@ def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> st
     When `new` says nothing but the changed value ("Rose married in 1962" for "Rose married
     Henry in June 1961"), `old` keeps its other words with the value replaced."""
     found = contradiction(new, old, marked=marked)
-    if found is None:
+    restated = _restated_value(new, old) if found is None and marked else None
+    if restated is not None:
+        new_text, old_text = restated
+    elif found is None:
         if not (taken_back and re.search(rf"\b{re.escape(taken_back)}\b", old)
                 and _similarity(new, old) >= 0.3):
             return None
         new_values = [v for v in re.findall(r"\b\w+\b", new) if v not in old]
         old_text = taken_back
         new_text = new_values[-1] if new_values else None
-    else:
+    elif found is not None:
         new_text, old_text = found[0].text, found[1].text
     if (
         new_text and old.count(old_text) == 1
@@ -855,6 +982,9 @@ def _fragment_head(body: str) -> str:
 _DOUBT = re.compile(r"^or(?:\s+was\s+it|\s+is\s+it|\s+maybe|\s+possibly)?\b[\s,]*",
                     re.IGNORECASE)
 _SOFT_MARKER = re.compile(r"^(?:well|make\s+(?:that|it))\b", re.IGNORECASE)
+# Round 5: words that correct only before a bare value ("Wait, 34, he always said 34 and a
+# half", "oops 1962"): alone ("Wait till you hear this") they are no marker.
+_VALUE_MARKER = re.compile(r"^(?:wait|oops|er+m?|um+|hmm+|no|nah)\b[\s,.!:;—–-]*", re.IGNORECASE)
 _BARE = re.compile(
     r"^(?:(?:no|well|make\s+(?:that|it)|it\s+was|it's|the|in)[\s,]+)*"
     r"(?P<value>\d+(?:st|nd|rd|th)?|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?|[a-z]+)"
@@ -1000,6 +1130,8 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     naming = re.compile(rf"^{re.escape(legacy.display)}\s+(?:was|is)\s+(?:called\s+|named\s+)?"
                         rf"(?:{alternation(legacy.names)})\b")
     names = {w.lower() for name in (legacy_name, *aliases) for w in re.findall(r"\w+", name)}
+    others = other_names([line.content for line in lines if line.role == "user"],
+                         names | {w.lower() for w in legacy.names})
     facts = _BatchFacts()
     pending_correction = False
     skipped_absolute = False  # the sentence before was a "never" left unfiled
@@ -1015,7 +1147,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             continue
         if line.role != "user":
             continue
-        for sentence in _clauses(split_sentences(line.content), reference):
+        for sentence in _clauses(split_sentences(line.content), reference, others):
             before, previous = previous, sentence
             before_is_users, previous_is_users = previous_is_users, True
             stripped, correction = _strip_markers(sentence)
@@ -1044,6 +1176,23 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 # "eldest of six. well seven", "make that 1962": a bare value after "well" or
                 # "make that" corrects the one just said.
                 correction = True
+            soft = _VALUE_MARKER.match(body)
+            if not correction and soft and _bare_value(body[soft.end():]):
+                # "Wait, 34, he always said 34 and a half": a bare value after "wait" or
+                # "oops" corrects the one just said (Round 5).
+                body, correction = body[soft.end():], True
+            head = _bare_value(body) if correction else None
+            rest = re.split(r"\s*[,;:—–]\s*", body.strip(), maxsplit=1)[1:] if head else []
+            if rest and rest[0] and _WORD.search(rest[0]):
+                # "i mean 14, he joined in 2007 …": the value before the comma corrects the
+                # one just said; what follows is a statement of its own (Round 5).
+                fragment = body.strip()[: len(body.strip()) - len(rest[0])].rstrip(" ,;:—–")
+                _correct_with_fragment(facts, known, fragment, before=before,
+                                       before_is_users=before_is_users, names=names)
+                if re.search(rf"\b{re.escape(head[1])}\b", rest[0], re.IGNORECASE):
+                    # "…, he always said 34 and a half": why the value holds, not a fact.
+                    continue
+                body, correction = rest[0], False
             if _EXCEPTION.match(body):
                 # "He never took a sick day in 38 years. Well, except 1982 when…": the
                 # "never" just said was a manner of speaking (unless it was not filed).
@@ -1052,8 +1201,10 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 continue
             skipped_absolute = False
             reported = _REPORTED.match(body)
-            if reported and reference.match(body[reported.end():]):
-                # "Mum says Ted was the fourth of five": what follows is the statement.
+            if reported and (reference.match(body[reported.end():]) or (
+                    focus_on_legacy and _PRONOUN.match(body[reported.end():]))):
+                # "Mum says Ted was the fourth of five", "mam says she was one of twelve"
+                # (she: the person in focus, Round 5): what follows is the statement.
                 body = body[reported.end():]
             said_first = _SAID_BEFORE_FIRST.match(body)
             if said_first:
@@ -1111,6 +1262,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             marked_only = correction or taken_back is not None
             if about_legacy or correcting_only:
                 statement = body[said_first.end():] if said_first else body
+                statement = _cut_other_gender(statement, subject.end, legacy.gender)
                 resolved = _resolve_object_pronoun(statement, subject.end, before, mention)
                 if resolved is None:
                     continue
@@ -1144,12 +1296,8 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                                 predicate=predicate_word)
             elif (correction or taken_back) and (
                     fragment := _fragment_of(body, subject, reference)) is not None:
-                if facts.facts and _apply_correction(facts, fragment):
-                    continue
-                corrected = known.fragment(fragment, before=before,
-                                           before_is_users=before_is_users, names=names)
-                if corrected is not None and corrected.content not in facts:
-                    facts.put(corrected)
+                _correct_with_fragment(facts, known, fragment, before=before,
+                                       before_is_users=before_is_users, names=names)
     # A fact the batch corrected in place ("born in Cork … no, Limerick") may contradict a
     # known fact too.
     for index, fact in enumerate(facts.facts):
@@ -1159,6 +1307,18 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 facts.put(ExtractedFact(category=categorize(found[1]), content=found[1],
                                         supersedes=found[0]), index)
     return facts.facts
+
+
+def _correct_with_fragment(facts: _BatchFacts, known: _KnownFacts, fragment: str, *,
+                           before: str | None, before_is_users: bool, names: set[str]) -> None:
+    """A fragment correction ("it was 1962", "14"): the value in the batch's latest fact that
+    has one of its kind, else in the known fact it corrects (_KnownFacts.fragment)."""
+    if facts.facts and _apply_correction(facts, fragment):
+        return
+    corrected = known.fragment(fragment, before=before, before_is_users=before_is_users,
+                               names=names)
+    if corrected is not None and corrected.content not in facts:
+        facts.put(corrected)
 
 
 def _predicate_holder(content: str, display: str, noun: str) -> bool:
