@@ -1,11 +1,12 @@
 """The context packet of the next LLM call (seed 004's ConversationContextPacket, extended).
 
-The rows of each block of the system prompt are read here once and rendered by
-conversations.prompt, in its cache-friendly order; the system prompt is followed by the
-messages: the last CONTEXT_RAW_TURNS turns verbatim, both roles, whatever the state of the
-rolling summary (seed 004), and before them the gap after the latest completed rolling summary
-(seed 002), or the last CONTEXT_RECENT_MESSAGES when no summary is ready. Everything stored
-that users wrote reaches the prompt inside a fence, as data.
+The rows of each block of the system prompt are read once (the search's by
+conversations.retrieval, the others by one statement, conversations.selectors.context_rows)
+and rendered by conversations.prompt, in its cache-friendly order; the system prompt is
+followed by the messages: the last CONTEXT_RAW_TURNS turns verbatim, both roles, whatever the
+state of the rolling summary (seed 004), and before them the gap after the latest completed
+rolling summary (seed 002), or the last CONTEXT_RECENT_MESSAGES when no summary is ready.
+Everything stored that users wrote reaches the prompt inside a fence, as data.
 
 The packet always fits CONTEXT_TOKEN_BUDGET (tiktoken; each text is counted once per packet,
 the system prompt again only after a cut changed it). Over budget, parts are cut in

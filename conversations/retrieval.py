@@ -380,10 +380,11 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id, m.user_id, m.legacy_id,
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
 """
 # What each list carries, read with its rows (no candidate is read again by primary key): the
-# unit's place and date, a chunk's text, and its stored tsvector, from which the wrapper of
-# each list computes what ranks the candidate after the list's LIMIT (so for n rows at most):
-# the text rank of the stored tsvector and the open-loop match. The distance is the one the
-# vector list ranked by (a unit outside that list has none: no full vector is read again).
+# unit's place and date, and its stored tsvector, from which the wrapper of each list computes
+# what ranks the candidate after the list's LIMIT (so for n rows at most): the text rank of the
+# stored tsvector and the open-loop match. The distance is the one the vector list ranked by (a
+# unit outside that list has none: no full vector is read again). No text: _place_texts reads
+# the texts of the final places only.
 _COLUMNS = {
     "message": "{a}.conversation_id, {a}.sequence AS rs, {a}.sequence + 1 AS re, "
                "{a}.created_at, {a}.search_vector AS sv",
@@ -399,9 +400,9 @@ coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
 def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
            recent: bool) -> list[str]:
     """The candidate lists of one table as SELECTs of (list, kind, id, conversation, range,
-    created_at, chunk text, distance, text rank, open-loop match), each answered by an index
-    with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the newest
-    conversations only), "all" (and the units with every word in the others) or None."""
+    created_at in epoch seconds, distance, text rank, open-loop match), each answered by an
+    index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
+    newest conversations only), "all" (and the units with every word in the others) or None."""
     # A chunk list reads the scope's chunks (the CTE cs: scoped already), but an HNSW scan
     # reads the table (table_scope).
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"

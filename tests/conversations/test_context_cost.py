@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from agent_memory.selectors import active_memories_for_user, places_for_user
-from agent_memory.services import memory_create, place_add
+from agent_memory.services import memory_create, memory_delete, place_add
 from conversations import context
 from conversations.agent_serializers import ContextResponseSerializer, context_response
 from conversations.context import build_context, total_tokens
@@ -20,8 +20,14 @@ from conversations.retrieval import search_conversations
 from conversations.selectors import context_rows
 from conversations.services import message_append
 from facts.selectors import facts_visible_to
+from facts.services import membership_leave
 from memory_site.core.ai import count_tokens
-from tests.factories import ConversationFactory, ConversationMemoryFactory, LegacyFactFactory
+from tests.factories import (
+    ConversationFactory,
+    ConversationMemoryFactory,
+    LegacyFactFactory,
+    MembershipFactory,
+)
 from tests.support.chunks import chunk_for
 
 pytestmark = pytest.mark.django_db
@@ -263,3 +269,45 @@ def test_the_rows_are_what_the_apps_selectors_read(family, everything):
             (p.pk, p.name, p.notes, p.conversation_count) for p in places_for_user(user)
         ]
     assert not facts_visible_to(family.stranger, family.legacy).exists()
+
+
+def test_the_rows_stay_in_scope_after_leaving_and_in_another_legacy(family, everything):
+    """The SQL rules against the ORM selectors where they could part: a member's deleted
+    memory, their superseded and private facts beside a fellow member's, their conversation
+    about another legacy they belong to, and the same member after leaving the family."""
+    member = family.member
+    MembershipFactory(legacy=family.other_legacy, user=member)
+    here = ConversationFactory(user=member, legacy=family.legacy)
+    there = ConversationFactory(user=member, legacy=family.other_legacy)
+    memory_delete(user=member, memory=memory_create(user=member, content="Gone for good",
+                                                    category="context"))
+    memory_create(user=member, content="Likes the orchard", category="preference")
+    current = LegacyFactFactory(legacy=family.legacy, user=member, visibility="shared",
+                                content="Rose was a midwife.")
+    LegacyFactFactory(legacy=family.legacy, user=member, visibility="shared",
+                      superseded_by=current, superseded_at=timezone.now(),
+                      content="Rose was a teacher.")
+    LegacyFactFactory(legacy=family.other_legacy, user=member, content="Walter sang.")
+    LegacyFactFactory(legacy=family.other_legacy, user=family.other_member,
+                      content="Walter's own note.")
+
+    def rows_of(conversation):
+        rows = context_rows(conversation=conversation, recent=20, turns=3)
+        assert [(f.pk, f.user.username) for f in rows.facts] == [
+            (f.pk, f.user.username) for f in facts_visible_to(member, conversation.legacy)
+        ]
+        assert [(m.pk, m.content) for m in rows.memories] == [
+            (m.pk, m.content) for m in active_memories_for_user(member)
+        ]
+        return rows
+
+    assert [f.content for f in rows_of(here).facts] == [
+        "Rose was a nurse.", "Member's own note.", "Rose was a midwife."
+    ]
+    assert [f.content for f in rows_of(there).facts] == ["Walter sang."]
+    assert [m.content for m in rows_of(here).memories] == ["Likes the orchard"]
+
+    membership_leave(legacy=family.legacy, user=member)
+
+    assert rows_of(here).facts == []
+    assert [f.content for f in rows_of(there).facts] == ["Walter sang."]
