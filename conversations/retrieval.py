@@ -374,7 +374,7 @@ m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = 
 # lists (a common word's grow with every user's chunks). No full vector: the vector list reads
 # the vectors of the chunks it re-ranks by primary key.
 _CHUNK_CTE = f"""
-cs AS MATERIALIZED (SELECT m.id, m.conversation_id, m.user_id, m.legacy_id,
+cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
                            m.message_range_start, m.message_range_end, m.created_at,
                            m.search_vector, m.embedding_model, m.embedding_bits
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
@@ -568,7 +568,9 @@ def _vector_scan(embedded: int, table_rows: int = 0) -> str:
 # pgvector 0.8: the HNSW scan goes on until it has r rows that pass the scope (or
 # hnsw.max_scan_tuples), instead of filtering ef_search neighbours. Sent in the statement's
 # round trip: a query string of two statements is one implicit transaction, which the settings
-# (is_local) last for; no BEGIN and COMMIT are sent.
+# (is_local) last for; no BEGIN and COMMIT are sent. Inside a transaction (atomic) they last
+# until it ends, as SET LOCAL would. Two statements in one call need client-side parameter
+# binding, Django's default for psycopg 3 (OPTIONS server_side_binding unset).
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', %(hnsw_iterative)s, true), "
     "set_config('hnsw.max_scan_tuples', %(hnsw_max_tuples)s, true), "
@@ -725,7 +727,8 @@ _TEXTS_SQL = """
 SELECT m.conversation_id, m.sequence, m.role, m.content
 FROM unnest(%(conv)s::uuid[], %(seq)s::int[]) AS w(conversation_id, sequence)
 JOIN {messages} m ON m.conversation_id = w.conversation_id AND m.sequence = w.sequence
-WHERE m.role IN ('user', 'assistant')
+JOIN {conversations} v ON v.id = m.conversation_id
+WHERE m.role IN ('user', 'assistant') AND v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
 UNION ALL
 SELECT NULL, NULL, c.id::text, c.content FROM {chunks} c
 WHERE c.id = ANY(%(chunks)s::uuid[]) AND c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s

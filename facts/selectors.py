@@ -277,12 +277,12 @@ WITH RECURSIVE chain AS (
          c.extracted_at, n.id, n.legacy_id, n.user_id, n.category, n.content, n.visibility,
          n.superseded_by_id
   FROM chain c JOIN {facts} n ON n.id = c.superseded_by_id
-)
+) CYCLE id SET looped USING path  -- a chain that comes back on itself ends there
 SELECT c.old_id, o.legacy_id, o.user_id, o.category, o.content, o.visibility,
        c.source_conversation_id, c.source_range_start, c.source_range_end,
        c.id, c.legacy_id, c.user_id, c.category, c.content, c.visibility
 FROM chain c JOIN {facts} o ON o.id = c.old_id
-WHERE c.superseded_by_id IS NULL
+WHERE c.superseded_by_id IS NULL AND NOT c.looped
 ORDER BY c.extracted_at, c.old_id
 """
 

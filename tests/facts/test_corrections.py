@@ -492,3 +492,20 @@ def test_the_facts_page_shows_a_conflict_to_both_members(family, married):
     for user in (family.owner, family.member):
         html = signed_in(user).get(f"/legacies/{family.legacy.pk}/facts").content.decode()
         assert "Remembered differently" in html and "remembers" in html
+
+
+def test_a_correction_chain_that_loops_ends_instead_of_running_forever(family):
+    """The services never make a loop, but the recursive read of a chain must not hang on one
+    written by hand: a chain that comes back on itself has no current end, so no pair."""
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    first, second = (LegacyFactFactory(legacy=family.legacy, user=family.owner,
+                                       source_conversation=conversation,
+                                       source_range_start=0, source_range_end=2)
+                     for _ in range(2))
+    LegacyFact.objects.filter(pk=first.pk).update(superseded_by=second)
+    LegacyFact.objects.filter(pk=second.pk).update(superseded_by=first)
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET LOCAL statement_timeout = '5s'")  # a loop fails, not hangs
+
+    assert selectors.corrections_said_in(user=family.owner, legacy=family.legacy,
+                                         conversation_ids=[conversation.pk]) == []
