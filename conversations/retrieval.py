@@ -11,7 +11,6 @@ a chunk, and units whose places overlap in one conversation are merged into one 
 top k are k different places. docs/agent-side.md has the design and its guarantees.
 """
 
-import json
 import logging
 import math
 import re
@@ -35,6 +34,7 @@ from conversations.models import (
 )
 from facts.models import Legacy
 from memory_site.core.ai import EmbeddingError, truncate_to_tokens
+from memory_site.core.sql import json_column
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -326,9 +326,7 @@ def search_scope(
                           chunks_embedded=row[7] or 0)
             for row in rows if not row[3]
         ],
-        # Django reads jsonb as text and leaves decoding to JSONField.
-        loops=_loop_texts([json.loads(row[2]) if isinstance(row[2], str) else row[2]
-                           for row in rows]),
+        loops=_loop_texts([json_column(row[2]) for row in rows]),
         include_messages=(
             settings.SEARCH_INCLUDE_MESSAGES if include_messages is None else include_messages
         ),

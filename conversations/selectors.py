@@ -1,10 +1,9 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from uuid import UUID
 
 from django.conf import settings
@@ -47,6 +46,7 @@ from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
 from facts.selectors import facts_from_json, facts_visible_sql
 from memory_site.core.errors import NotFound
+from memory_site.core.sql import json_column
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -156,22 +156,17 @@ LEFT JOIN LATERAL (
 """
 
 
-def _first_of_last(roles: tuple[str, ...], count: int) -> str:
-    """SQL of the sequence of the first of the last `count` messages of these roles (the
-    count-th latest, or the first when there are fewer; NULL without any, or for count < 1)."""
+def _first_of_last(roles_param: str, count: int) -> str:
+    """SQL of the sequence of the first of the last `count` messages whose role is in the
+    parameter `roles_param` (the count-th latest, or the first when there are fewer; NULL
+    without any, or for count < 1)."""
     if count < 1:
         return "NULL"
     table = connection.ops.quote_name(Message._meta.db_table)
-    where = (f"conversation_id = %(conversation_id)s AND role IN "
-             f"({', '.join(repr(str(role)) for role in roles)})")
+    where = f"conversation_id = %(conversation_id)s AND role = ANY(%({roles_param})s::text[])"
     return (f"coalesce((SELECT sequence FROM {table} WHERE {where} ORDER BY sequence DESC "
             f"OFFSET {count - 1} LIMIT 1), "
             f"(SELECT sequence FROM {table} WHERE {where} ORDER BY sequence LIMIT 1))")
-
-
-def _json(value: Any) -> Any:
-    # psycopg decodes json; Django has it hand jsonb over as text.
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def context_rows(*, conversation: Conversation, recent: int, turns: int) -> ContextRows:
@@ -182,19 +177,20 @@ def context_rows(*, conversation: Conversation, recent: int, turns: int) -> Cont
     every role, without the columns only retrieval reads; the user's active memories and
     places; the facts the user sees about the legacy; the rolling summaries being written.
     Rows carry the columns the packet reads (the others load on access)."""
-    replayed = (Message.Role.USER, Message.Role.ASSISTANT)
     sql = _CONTEXT_SQL.format(
         summaries=connection.ops.quote_name(ConversationMemory._meta.db_table),
         messages=connection.ops.quote_name(Message._meta.db_table),
-        replay_from=_first_of_last(replayed, recent),
-        raw_from=_first_of_last((Message.Role.USER,), turns),
+        replay_from=_first_of_last("replayed_roles", recent),
+        raw_from=_first_of_last("user_roles", turns),
         memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, {"conversation_id": conversation.pk,
                              "user_id": conversation.user_id,
-                             "legacy_id": conversation.legacy_id})
-        summary, messages, memories, places, facts, jobs = map(_json, cursor.fetchone())
+                             "legacy_id": conversation.legacy_id,
+                             "replayed_roles": [Message.Role.USER, Message.Role.ASSISTANT],
+                             "user_roles": [Message.Role.USER]})
+        summary, messages, memories, places, facts, jobs = map(json_column, cursor.fetchone())
     alias = connection.alias
     if summary is not None:
         summary = ConversationMemory.from_db(alias, _SUMMARY_FIELDS, (

@@ -215,16 +215,14 @@ def fact_for_user(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:
 _FACT_FIELDS = ("id", "legacy_id", "user_id", "category", "content", "visibility")
 
 
-def _fact(values: list[Any], username: str | None = None) -> LegacyFact:
+def _fact(values: list[Any], username: str) -> LegacyFact:
     """A fact from a row [id, legacy_id, user_id, category, content, visibility] of plain SQL
-    (the prompt's columns; the others load on access), with its author when `username` is
-    given."""
+    (the prompt's columns; the others load on access), with its author."""
     values = [UUID(values[0]), UUID(values[1]), *values[2:]]
     fact = LegacyFact.from_db(connection.alias, _FACT_FIELDS, values)
-    if username is not None:
-        fact.user = get_user_model().from_db(
-            connection.alias, ("id", get_user_model().USERNAME_FIELD), (values[2], username)
-        )
+    fact.user = get_user_model().from_db(
+        connection.alias, ("id", get_user_model().USERNAME_FIELD), (values[2], username)
+    )
     return fact
 
 

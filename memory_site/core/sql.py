@@ -1,0 +1,10 @@
+"""Helpers for the project's plain SQL (the reads that Django's ORM would make slower)."""
+
+import json
+from typing import Any
+
+
+def json_column(value: Any) -> Any:
+    """A json or jsonb value as read through Django's connection: psycopg decodes json, while
+    Django has jsonb handed over as text (it leaves decoding to JSONField)."""
+    return json.loads(value) if isinstance(value, str) else value
