@@ -536,7 +536,7 @@ def _same_kind_values(before: str, new: str) -> bool:
         return False
     old_values, new_values = _values(last.group(0)), _values(new)
     return any(old_values[kind] and new_values[kind]
-               for kind in ("year", "number", "count", "ordinal"))
+               for kind in _NUMERIC_KINDS)
 
 
 def _correct_in_sentence(text: str, start: int) -> str:
@@ -729,7 +729,10 @@ _COUNT_WORD = re.compile(
 _ORDINAL_WORD = re.compile(
     r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
     r"eldest|oldest|youngest|middle|\d+(?:st|nd|rd|th))\b", re.IGNORECASE)
-_VALUE_KINDS = ("year", "number", "count", "ordinal", "proper")
+_NUMERIC_KINDS = ("year", "number", "count", "ordinal")
+_VALUE_KINDS = (*_NUMERIC_KINDS, "proper")
+# A fragment's head and the rest: what it states before the first comma, semicolon, colon or dash.
+_HEAD_SPLIT = re.compile(r"\s*[,;:—–]\s*")
 
 
 def _values(text: str) -> dict[str, list[str]]:
@@ -889,7 +892,7 @@ def _frame_values(text: str) -> dict[str, tuple[str, ...]]:
     """The values of `text` by kind, "one of" not counted ("one of twelve" states twelve).
     Cached: a correction compares itself with each of the batch's recent facts."""
     values = _values(_ONE_OF.sub("", text))
-    return {kind: tuple(values[kind]) for kind in ("year", "number", "count", "ordinal")}
+    return {kind: tuple(values[kind]) for kind in _NUMERIC_KINDS}
 
 
 _ONE_OF = re.compile(r"\bone\s+of\b", re.IGNORECASE)
@@ -905,7 +908,7 @@ def _restated_value(new: str, old: str) -> tuple[str, str] | None:
     if not any(new_all.values()):
         return None
     old_all = _frame_values(old)
-    for kind in ("year", "number", "count", "ordinal"):
+    for kind in _NUMERIC_KINDS:
         new_values, old_values = new_all[kind], old_all[kind]
         if len(new_values) != 1 or len(old_values) != 1:
             continue
@@ -972,7 +975,7 @@ def _fragment_head(body: str) -> str:
     small brother died as baby, Amma always says seven" states "seven"; "the third; I always
     forget that Aunt Carol is older" states "the third". The whole fragment when its head
     holds no value."""
-    head = re.split(r"\s*[,;:—–]\s*", body, maxsplit=1)[0]
+    head = _HEAD_SPLIT.split(body, maxsplit=1)[0]
     values = _values(head)
     return head if any(values[kind] for kind in _VALUE_KINDS) else body
 
@@ -994,7 +997,7 @@ _BARE = re.compile(
 def _bare_value(text: str) -> tuple[str, str] | None:
     """(kind, value) when the head of `text` (before a comma) is a value and nothing else:
     "39?", "seven", "the third", "make that 1962", "Limerick"."""
-    head = re.split(r"\s*[,;:—–]\s*", text.strip(), maxsplit=1)[0]
+    head = _HEAD_SPLIT.split(text.strip(), maxsplit=1)[0]
     found = _BARE.match(head)
     if found is None:
         return None
@@ -1009,7 +1012,7 @@ def _fragment_value(body: str) -> tuple[str, str] | None:
     "Limerick" → ("proper", "Limerick"), "seven" → ("count", "seven")."""
     body = _fragment_head(body)
     values = _values(body)
-    for kind in ("year", "number", "count", "ordinal"):
+    for kind in _NUMERIC_KINDS:
         if values[kind]:
             return kind, values[kind][-1]
     first = re.match(r"\s*(?:it\s+was\s+|it's\s+|in\s+)?([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)", body)
@@ -1182,7 +1185,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 # "oops" corrects the one just said (Round 5).
                 body, correction = body[soft.end():], True
             head = _bare_value(body) if correction else None
-            rest = re.split(r"\s*[,;:—–]\s*", body.strip(), maxsplit=1)[1:] if head else []
+            rest = _HEAD_SPLIT.split(body.strip(), maxsplit=1)[1:] if head else []
             if rest and rest[0] and _WORD.search(rest[0]):
                 # "i mean 14, he joined in 2007 …": the value before the comma corrects the
                 # one just said; what follows is a statement of its own (Round 5).
