@@ -24,6 +24,7 @@ from agent_memory.models import (
 )
 from agent_memory.serializers import document_token_count
 from memory_site.core.errors import NotFound
+from memory_site.core.sql import quoted_table
 
 MEMORY_DOCUMENT_SCHEMA_VERSION = "1.0"
 
@@ -68,10 +69,10 @@ def active_memories_by_category(user: AbstractBaseUser) -> list[tuple[str, list[
 
 def _tables() -> dict[str, str]:
     return {
-        "memories": connection.ops.quote_name(AgentMemory._meta.db_table),
-        "versions": connection.ops.quote_name(AgentMemoryVersion._meta.db_table),
-        "places": connection.ops.quote_name(Place._meta.db_table),
-        "mentions": connection.ops.quote_name(PlaceMention._meta.db_table),
+        "memories": quoted_table(AgentMemory),
+        "versions": quoted_table(AgentMemoryVersion),
+        "places": quoted_table(Place),
+        "mentions": quoted_table(PlaceMention),
     }
 
 

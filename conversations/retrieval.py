@@ -34,7 +34,7 @@ from conversations.models import (
 )
 from facts.models import Legacy
 from memory_site.core.ai import EmbeddingError, truncate_to_tokens
-from memory_site.core.sql import json_column
+from memory_site.core.sql import json_column, quoted_table
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -302,9 +302,9 @@ ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 
 def _tables() -> dict[str, str]:
     return {
-        "messages": connection.ops.quote_name(Message._meta.db_table),
-        "chunks": connection.ops.quote_name(ConversationChunk._meta.db_table),
-        "conversations": connection.ops.quote_name(Conversation._meta.db_table),
+        "messages": quoted_table(Message),
+        "chunks": quoted_table(ConversationChunk),
+        "conversations": quoted_table(Conversation),
     }
 
 

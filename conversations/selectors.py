@@ -46,7 +46,7 @@ from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
 from facts.selectors import facts_from_json, facts_visible_sql
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import json_column
+from memory_site.core.sql import json_column, quoted_table
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -162,7 +162,7 @@ def _first_of_last(roles_param: str, count: int) -> str:
     without any, or for count < 1)."""
     if count < 1:
         return "NULL"
-    table = connection.ops.quote_name(Message._meta.db_table)
+    table = quoted_table(Message)
     where = f"conversation_id = %(conversation_id)s AND role = ANY(%({roles_param})s::text[])"
     return (f"coalesce((SELECT sequence FROM {table} WHERE {where} ORDER BY sequence DESC "
             f"OFFSET {count - 1} LIMIT 1), "
@@ -178,8 +178,8 @@ def context_rows(*, conversation: Conversation, recent: int, turns: int) -> Cont
     places; the facts the user sees about the legacy; the rolling summaries being written.
     Rows carry the columns the packet reads (the others load on access)."""
     sql = _CONTEXT_SQL.format(
-        summaries=connection.ops.quote_name(ConversationMemory._meta.db_table),
-        messages=connection.ops.quote_name(Message._meta.db_table),
+        summaries=quoted_table(ConversationMemory),
+        messages=quoted_table(Message),
         replay_from=_first_of_last("replayed_roles", recent),
         raw_from=_first_of_last("user_roles", turns),
         memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),

@@ -15,6 +15,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
+from memory_site.core.sql import quoted_table
 
 
 def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
@@ -229,9 +230,9 @@ def _fact(values: list[Any], username: str) -> LegacyFact:
 def _tables() -> dict[str, str]:
     user = get_user_model()
     return {
-        "facts": connection.ops.quote_name(LegacyFact._meta.db_table),
-        "memberships": connection.ops.quote_name(LegacyMembership._meta.db_table),
-        "users": connection.ops.quote_name(user._meta.db_table),
+        "facts": quoted_table(LegacyFact),
+        "memberships": quoted_table(LegacyMembership),
+        "users": quoted_table(user),
         "username": connection.ops.quote_name(
             user._meta.get_field(user.USERNAME_FIELD).column
         ),

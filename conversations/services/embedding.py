@@ -17,6 +17,7 @@ from psycopg.types import TypeInfo
 from conversations.embedding import embed_texts, model_key
 from conversations.models import UNIT_ROLES, ConversationChunk, Message
 from memory_site.core.ai import EmbeddingError
+from memory_site.core.sql import quoted_table
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list
     """Store `vectors` (one per id) with the current model key in one statement; rows deleted
     meanwhile are simply not updated. The floats are the embedder's, rounded to the column's
     single precision as the server's parser did when they were sent as text."""
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = quoted_table(model)
     with _vector_cursor() as cursor:
         # `vector` without dimensions, not the model's vector(n): the column's dimensions
         # change while `manage.py reembed` runs.
@@ -158,7 +159,7 @@ def embedding_columns_resize(*, dimensions: int) -> list[str]:
     done = []
     with connection.cursor() as cursor:
         for name, (index, model) in VECTOR_COLUMNS.items():
-            table = connection.ops.quote_name(model._meta.db_table)
+            table = quoted_table(model)
             if index:
                 cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(index)}")
             cursor.execute(

@@ -28,6 +28,7 @@ from conversations.session_state import next_state
 from facts.models import Legacy
 from memory_site.core.ai import count_tokens
 from memory_site.core.errors import ApplicationError
+from memory_site.core.sql import quoted_table
 
 # {index of the message in the batch: {field: [messages]}}
 BatchErrors = dict[int, dict[str, list[str]]]
@@ -207,7 +208,7 @@ def messages_import(
 def _set_created_at(rows: list[Message]) -> None:
     """Store each row's `created_at` in one statement (bulk_update writes a CASE of one branch
     per row, slow to build and to plan for a batch of hundreds)."""
-    table = connection.ops.quote_name(Message._meta.db_table)
+    table = quoted_table(Message)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS m SET created_at = v.created_at "
