@@ -353,13 +353,14 @@ def iterative_scans_supported() -> bool:
     return _pgvector_version(connection.settings_dict["NAME"]) >= (0, 8)
 
 
-# The query's vector and tsqueries, sent once and read by every list through the CTE `q`
-# (NULL when absent: no vector, or no words).
+# The query's vector (its text sent once: up to 20 kB for 1,024 dimensions) and tsqueries, read
+# by every list through the CTE `q` (NULL when absent: no vector, or no words).
 _QUERY_CTE = """
-q AS MATERIALIZED (SELECT %(vec)s::vector AS v, binary_quantize(%(vec)s::vector) AS b,
+q AS MATERIALIZED (SELECT v, binary_quantize(v) AS b,
                           NULLIF(%(tsq)s, '')::tsquery AS tsq,
                           NULLIF(%(tsq_all)s, '')::tsquery AS tsq_all,
-                          NULLIF(%(loop_tsq)s, '')::tsquery AS loop_tsq)
+                          NULLIF(%(loop_tsq)s, '')::tsquery AS loop_tsq
+                   FROM (SELECT %(vec)s::vector AS v) AS sent)
 """
 _MESSAGE_SCOPE = """
 m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
@@ -376,6 +377,15 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
                            m.message_range_start, m.message_range_end, m.created_at,
                            m.search_vector, m.embedding_model, m.embedding_bits
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
+"""
+# The messages of the text lists' newest conversations (at most about SEARCH_TEXT_MAX_UNITS),
+# read by the conversation index and matched row by row: a GIN scan would read the posting list
+# of each query word over every user's messages, which grows with the table, not the scope.
+_MESSAGE_TEXT_CTE = """
+mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
+                    FROM {messages} m
+                    WHERE m.conversation_id = ANY(%(text_conv)s::uuid[])
+                      AND m.role IN ('user', 'assistant'))
 """
 # What each list carries, read with its rows (no candidate is read again by primary key): the
 # unit's place and date, and its stored tsvector, from which the wrapper of each list computes
@@ -406,7 +416,6 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                           else ("{chunks}", _CHUNK_SCOPE))
     source, scope = (table, table_scope) if kind == "message" else ("cs", "TRUE")
-    text_scope = _MESSAGE_SCOPE if kind == "message" else "m.conversation_id = ANY(%(conv)s::uuid[])"
     if kind == "chunk" and vector == "exact":
         vector = "bits"  # the Hamming order of at most r chunks, all re-ranked by cosine
 
@@ -467,18 +476,20 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # Each list ranks the newest SEARCH_TEXT_MAX_MATCHES units that match, at most: in a
         # long history a common word (or a name) matches thousands, and ts_rank_cd of each
         # is most of a text list's cost.
-        text_scope = text_scope.replace("%(conv)s", "%(text_conv)s")
 
-        def ranked(match: str) -> str:
-            return (f"(SELECT m.id, {cols('m')} FROM (SELECT m.* FROM {source} m, q "
+        def ranked(match: str, rows: str = source) -> str:
+            return (f"(SELECT m.id, {cols('m')} FROM (SELECT m.* FROM {rows} m, q "
                     f"WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT %(max_matches)s) "
                     "AS m, q ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
                     "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
 
-        match = f"{text_scope} AND m.search_vector @@ q.tsq"
-        if text == "all" and kind == "chunk":
-            match = f"({match}) OR m.search_vector @@ q.tsq_all"
-        lists.append(head("text") + ranked(match))
+        if kind == "message":
+            lists.append(head("text") + ranked("m.search_vector @@ q.tsq", "mt"))
+        else:
+            match = "m.conversation_id = ANY(%(text_conv)s::uuid[]) AND m.search_vector @@ q.tsq"
+            if text == "all":
+                match = f"({match}) OR m.search_vector @@ q.tsq_all"
+            lists.append(head("text") + ranked(match))
         if text == "all" and kind == "message":
             lists.append(head("text_all") + ranked(f"{scope} AND m.search_vector @@ q.tsq_all"))
     if loops:
@@ -511,7 +522,7 @@ def _candidates_sql(selects: list[str]) -> str:
     """One statement: the query and the scope's chunks (a CTE no list reads is not run), then
     every list with the columns that rank its rows."""
     lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
-    return f"WITH {_QUERY_CTE},\n{_CHUNK_CTE}\n{lists}".format(**_tables())
+    return f"WITH {_QUERY_CTE},\n{_CHUNK_CTE},\n{_MESSAGE_TEXT_CTE}\n{lists}".format(**_tables())
 
 
 @dataclass
