@@ -26,6 +26,9 @@ embedded server (or DATABASE_URL) and drops it at the end:
 
     .venv/bin/python benchmarks/bench_scale.py            # 1,000,000 chunks; about an hour here
     .venv/bin/python benchmarks/bench_scale.py --quick    # small sizes, a minute or two
+
+Two trees side by side on one fill: `--keep FILE` keeps the database and writes its callers to
+FILE; each tree then measures it with `--reuse FILE` (`--drop` with the last one).
 """
 
 import argparse
@@ -687,15 +690,44 @@ def report(*, scopes: list[dict], results: list[dict], ingest_rates: dict | None
     return "\n".join(lines)
 
 
+def _save_fill(path: Path, scope_rows: list[dict], fill_timings: dict,
+               skip_indexes: frozenset[str]) -> None:
+    """What a later run needs to measure the kept database again (--keep, then --reuse)."""
+    path.write_text(json.dumps({
+        "scopes": [{"units": s["units"], "legacy": str(s["legacy"].pk), "token": s["token"],
+                    "conversation": str(s["conversation"].pk)} for s in scope_rows],
+        "fill_timings": fill_timings, "skipped_indexes": sorted(skip_indexes),
+    }, indent=1))
+
+
+def _load_fill(path: Path) -> tuple[list[dict], dict, frozenset[str]]:
+    from types import SimpleNamespace
+
+    kept = json.loads(path.read_text())
+    scope_rows = [{"units": s["units"], "token": s["token"],
+                   "legacy": SimpleNamespace(pk=s["legacy"]),
+                   "conversation": SimpleNamespace(pk=s["conversation"])}
+                  for s in kept["scopes"]]
+    return scope_rows, kept["fill_timings"], frozenset(kept["skipped_indexes"])
+
+
 def run(*, scopes: list[int], table_chunks: int, repeats: int, ingest_messages: int,
         archive_messages: int, database_name: str, budget_seconds: float = 300.0,
-        say=print, skip_indexes: frozenset[str] = frozenset()) -> str:
+        say=print, skip_indexes: frozenset[str] = frozenset(), keep: Path | None = None,
+        reuse: Path | None = None) -> str:
     from conversations.models import ConversationChunk
 
     global urlpatterns
     urlpatterns = _urlpatterns()
-    scope_rows, fill_timings = fill(scopes=scopes, table_chunks=table_chunks, say=say,
-                                    skip_indexes=skip_indexes)
+    if reuse:
+        scope_rows, fill_timings, skip_indexes = _load_fill(reuse)
+        say(f"reusing the database filled before ({reuse}): scopes "
+            + ", ".join(f"{s['units']:,}" for s in scope_rows))
+    else:
+        scope_rows, fill_timings = fill(scopes=scopes, table_chunks=table_chunks, say=say,
+                                        skip_indexes=skip_indexes)
+        if keep:
+            _save_fill(keep, scope_rows, fill_timings, skip_indexes)
     say("measuring search and context …")
     results = []
     for scope in scope_rows:
@@ -735,7 +767,22 @@ def main() -> None:
                              " one no measured query reads, whose build would take most of the"
                              " run (the chunks' HNSW indexes at a million chunks); the report"
                              " names it")
+    parser.add_argument("--keep", type=Path, metavar="FILE",
+                        help="keep the filled database and write what measures it again to"
+                             " FILE: another tree (`git worktree`, `git archive`) then measures"
+                             " the same fill with --reuse FILE, side by side")
+    parser.add_argument("--reuse", type=Path, metavar="FILE",
+                        help="measure the database a --keep run filled (MEMORY_TEST_DB as"
+                             " then) without filling it again; it is kept unless --drop")
+    parser.add_argument("--drop", action="store_true",
+                        help="with --reuse: drop the database at the end")
     args = parser.parse_args()
+    if args.keep and args.reuse:
+        parser.error("--keep fills a database, --reuse measures a kept one: not both")
+    if args.drop and not args.reuse:
+        parser.error("--drop goes with --reuse (without it the database is dropped anyway)")
+    if args.reuse and not args.reuse.is_file():
+        parser.error(f"--reuse {args.reuse}: no such file (written by a --keep run)")
     scopes = [int(s) for s in args.scopes.split(",") if s]
     if args.quick:
         scopes, args.table_chunks, args.repeats = [100, 1000], 20_000, 20
@@ -750,15 +797,21 @@ def main() -> None:
     # SIGTERM (and Ctrl-C) still drop the database: the `finally` below runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     original_name = connection.settings_dict["NAME"]
-    name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    # serialize=False: a kept database of a million chunks is not read into memory.
+    name = connection.creation.create_test_db(verbosity=0, autoclobber=True,
+                                              keepdb=bool(args.reuse), serialize=False)
     try:
         print(run(scopes=scopes, table_chunks=args.table_chunks, repeats=args.repeats,
                   ingest_messages=args.ingest_messages, archive_messages=args.archive_messages,
                   database_name=name, budget_seconds=args.budget,
                   say=lambda text: print(text, file=sys.stderr, flush=True),
-                  skip_indexes=frozenset(args.skip_index)))
+                  skip_indexes=frozenset(args.skip_index), keep=args.keep, reuse=args.reuse))
     finally:
-        connection.creation.destroy_test_db(original_name, verbosity=0)
+        if args.keep or (args.reuse and not args.drop):
+            connection.close()
+            print(f"database {name} kept", file=sys.stderr)
+        else:
+            connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":
