@@ -40,6 +40,12 @@ VARIANTS: dict[str, dict] = {
     "norm-2 (length)": {"SEARCH_TEXT_RANK_NORMALIZATION": 2},
     "norm-32 (rank/(rank+1))": {"SEARCH_TEXT_RANK_NORMALIZATION": 32},
     "neighbours-50-tokens": {"SEARCH_NEIGHBOUR_MAX_TOKENS": 50},
+    # The labelled scopes hold about 100 units each, so the vector lists compare every vector
+    # (exact). A larger scope compares sign bits and re-ranks max(SEARCH_RERANK_CANDIDATES,
+    # SEARCH_CANDIDATES) of them by cosine: "bits-15" re-ranks 15 of about 100, as a scope of
+    # about 650 units would with the defaults; "exact-15" has the same list lengths, exact.
+    "exact-15": {"SEARCH_CANDIDATES": 15},
+    "bits-15": {"SEARCH_CANDIDATES": 15, "SEARCH_RERANK_CANDIDATES": 15},
 }
 
 
