@@ -406,11 +406,13 @@ coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
 
 
 def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
-           recent: bool) -> list[str]:
+           recent: bool, text_rows: bool = True) -> list[str]:
     """The candidate lists of one table as SELECTs of (list, kind, id, conversation, range,
     created_at in epoch seconds, distance, text rank, open-loop match), each answered by an
     index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
-    newest conversations only), "all" (and the units with every word in the others) or None."""
+    newest conversations only), "all" (and the units with every word in the others) or None.
+    With `text_rows`, the messages' text list matches the newest conversations' rows one by
+    one (the CTE mt); without, it takes the GIN index."""
     # A chunk list reads the scope's chunks (the CTE cs: scoped already), but an HNSW scan
     # reads the table (table_scope).
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
@@ -483,8 +485,12 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
                     "AS m, q ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
                     "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
 
-        if kind == "message":
+        if kind == "message" and text_rows:
             lists.append(head("text") + ranked("m.search_vector @@ q.tsq", "mt"))
+        elif kind == "message":
+            lists.append(head("text") + ranked(
+                f"{_MESSAGE_SCOPE.replace('%(conv)s', '%(text_conv)s')} "
+                "AND m.search_vector @@ q.tsq"))
         else:
             match = "m.conversation_id = ANY(%(text_conv)s::uuid[]) AND m.search_vector @@ q.tsq"
             if text == "all":
@@ -615,11 +621,16 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     text = None
     if params["tsq"]:
         text = "newest" if len(text_conv) == len(scope.conversations) else "all"
+    # The newest conversations' messages are matched row by row while they are few; the last of
+    # them can be long (an imported conversation of 10,000 messages), and then the GIN index.
+    text_units = sum(c.units for c in scope.conversations[:len(text_conv)])
+    text_rows = text_units <= 2 * max(settings.SEARCH_TEXT_MAX_UNITS, n)
     selects: list[str] = []
     for kind in ("message", "chunk"):
         if present[kind]:
             selects += _lists(kind, vector=scans[kind] if vector and embedded[kind] else None,
-                              text=text, loops=bool(params["loop_tsq"]), recent=True)
+                              text=text, loops=bool(params["loop_tsq"]), recent=True,
+                              text_rows=text_rows)
     kinds = {kind for kind in present if present[kind]}
     if not selects:
         return {}, "none"

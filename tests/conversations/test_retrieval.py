@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -253,6 +254,34 @@ def test_a_text_list_ranks_only_the_newest_matches(family, settings):
     assert best() == 0
     settings.SEARCH_TEXT_MAX_MATCHES = 2  # the two newest matches only
     assert best() in (3, 4)
+
+
+def test_a_long_newest_conversation_is_matched_by_the_gin_index_with_the_same_hits(
+        family, settings):
+    """The messages' text list matches the newest conversations' rows one by one while they
+    hold at most twice SEARCH_TEXT_MAX_UNITS units; past that (one long conversation) it takes
+    the GIN index. Either way the same units are matched and ranked."""
+    settings.SEARCH_CANDIDATES = 5
+    fellow = ConversationFactory(user=family.member, legacy=family.legacy)
+    import_messages(fellow, [("user", f"Rose's garden, day {i}.") for i in range(40)])
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", f"The garden gate, day {i}.") for i in range(55)]
+                    + [("assistant", "Rose planted tulips by the garden gate.")]
+                    + [("user", f"Another day, {i}.") for i in range(4)])
+
+    def search(text_max_units: int) -> tuple[list[tuple], str]:
+        settings.SEARCH_TEXT_MAX_UNITS = text_max_units
+        with CaptureQueriesContext(connection) as queries:
+            result = search_conversations(user=family.owner, legacy=family.legacy,
+                                          query="tulips by the garden gate", k=3)
+        sql = next(q["sql"] for q in queries.captured_queries if "UNION ALL" in q["sql"])
+        return [(h.id, h.message_range_start, h.text_rank, h.content) for h in result.hits], sql
+
+    rows, rows_sql = search(100)  # 60 units: within 2 × 100
+    gin, gin_sql = search(10)  # 60 units: more than 2 × 10
+    assert "FROM mt m" in rows_sql and "FROM mt m" not in gin_sql
+    assert gin == rows
+    assert "Rose planted tulips by the garden gate." in rows[0][3]  # every word of the query
 
 
 def test_a_small_share_of_a_large_table_is_scanned_by_its_bits_not_the_index(settings):
