@@ -773,7 +773,8 @@ def main() -> None:
                              " the same fill with --reuse FILE, side by side")
     parser.add_argument("--reuse", type=Path, metavar="FILE",
                         help="measure the database a --keep run filled (MEMORY_TEST_DB as"
-                             " then) without filling it again; it is kept unless --drop")
+                             " then) without filling it again: its scopes and table, whatever"
+                             " --scopes and --table-chunks say; it is kept unless --drop")
     parser.add_argument("--drop", action="store_true",
                         help="with --reuse: drop the database at the end")
     args = parser.parse_args()
