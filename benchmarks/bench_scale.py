@@ -758,10 +758,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--budget", type=float, default=300.0,
                         help="seconds of requests per scope at most (at least 5 rounds)")
-    parser.add_argument("--ingest-messages", type=int, default=25,
-                        help="messages per client (0: skip the ingest part)")
-    parser.add_argument("--archive-messages", type=int, default=10_000,
-                        help="messages of the imported conversation (0: skip)")
+    parser.add_argument("--ingest-messages", type=int, default=None,
+                        help="messages per client (0: skip the ingest part; default 25,"
+                             " 0 with --keep or --reuse)")
+    parser.add_argument("--archive-messages", type=int, default=None,
+                        help="messages of the imported conversation (0: skip; default 10,000,"
+                             " 0 with --keep or --reuse)")
     parser.add_argument("--skip-index", action="append", default=[], metavar="NAME",
                         help="an HNSW or GIN index not built again after the load (repeatable):"
                              " one no measured query reads, whose build would take most of the"
@@ -781,13 +783,22 @@ def main() -> None:
     if args.keep and args.reuse:
         parser.error("--keep fills a database, --reuse measures a kept one: not both")
     if args.drop and not args.reuse:
-        parser.error("--drop goes with --reuse (without it the database is dropped anyway)")
+        parser.error("--drop goes with --reuse (a run without --keep or --reuse drops its"
+                     " database anyway)")
     if args.reuse and not args.reuse.is_file():
         parser.error(f"--reuse {args.reuse}: no such file (written by a --keep run)")
+    kept = bool(args.keep or args.reuse)
+    if kept and (args.ingest_messages or args.archive_messages):
+        parser.error("the ingest and archive parts add users and messages to the database:"
+                     " run them without --keep or --reuse, so that a kept fill stays as filled")
+    if args.ingest_messages is None:
+        args.ingest_messages = 0 if kept else 25
+    if args.archive_messages is None:
+        args.archive_messages = 0 if kept else 10_000
     scopes = [int(s) for s in args.scopes.split(",") if s]
     if args.quick:
         scopes, args.table_chunks, args.repeats = [100, 1000], 20_000, 20
-        args.ingest_messages, args.archive_messages = 5, 1000
+        args.ingest_messages, args.archive_messages = (0, 0) if kept else (5, 1000)
     os.environ.setdefault("MEMORY_TEST_DB", "bench_scale")
 
     import django
@@ -795,20 +806,32 @@ def main() -> None:
     django.setup()
     from django.db import connection
 
-    # SIGTERM (and Ctrl-C) still drop the database: the `finally` below runs.
+    # SIGTERM (and Ctrl-C) still drop the database: the `finally` below runs. A kept one stays
+    # only once its FILE is written (--keep) or when it held the fill (--reuse).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     original_name = connection.settings_dict["NAME"]
+    if args.keep:
+        args.keep.unlink(missing_ok=True)  # written again once the fill is complete
     # serialize=False: a kept database of a million chunks is not read into memory.
     name = connection.creation.create_test_db(verbosity=0, autoclobber=True,
                                               keepdb=bool(args.reuse), serialize=False)
+    keep = False
     try:
+        if args.reuse:
+            from facts.models import Legacy
+
+            legacies = [s["legacy"].pk for s in _load_fill(args.reuse)[0]]
+            if Legacy.objects.filter(pk__in=legacies).count() != len(legacies):
+                sys.exit(f"database {name} does not hold the fill of {args.reuse} (dropped"
+                         " by --drop, or another MEMORY_TEST_DB?); fill it again with --keep")
+            keep = not args.drop
         print(run(scopes=scopes, table_chunks=args.table_chunks, repeats=args.repeats,
                   ingest_messages=args.ingest_messages, archive_messages=args.archive_messages,
                   database_name=name, budget_seconds=args.budget,
                   say=lambda text: print(text, file=sys.stderr, flush=True),
                   skip_indexes=frozenset(args.skip_index), keep=args.keep, reuse=args.reuse))
     finally:
-        if args.keep or (args.reuse and not args.drop):
+        if keep or (args.keep and args.keep.is_file()):
             connection.close()
             print(f"database {name} kept", file=sys.stderr)
         else:

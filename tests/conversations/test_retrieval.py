@@ -275,6 +275,7 @@ def test_a_long_newest_conversation_is_matched_by_the_gin_index_with_the_same_hi
             result = search_conversations(user=family.owner, legacy=family.legacy,
                                           query="tulips by the garden gate", k=3)
         sql = next(q["sql"] for q in queries.captured_queries if "UNION ALL" in q["sql"])
+        assert {h.conversation_id for h in result.hits} == {conversation.pk}  # not the member's
         return [(h.id, h.message_range_start, h.text_rank, h.content) for h in result.hits], sql
 
     rows, rows_sql = search(100)  # 60 units: within 2 × 100
