@@ -379,8 +379,9 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
 """
 # The messages of the text list's newest conversations (used while they hold at most twice
-# SEARCH_TEXT_MAX_UNITS units), read by the conversation index and matched row by row: a GIN scan would read the posting list
-# of each query word over every user's messages, which grows with the table, not the scope.
+# SEARCH_TEXT_MAX_UNITS units), read by the conversation index and matched row by row: a GIN
+# scan would read the posting list of each query word over every user's messages, which grows
+# with the table, not the scope.
 _MESSAGE_TEXT_CTE = """
 mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
                     FROM {messages} m
