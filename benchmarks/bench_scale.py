@@ -714,14 +714,14 @@ def _load_fill(path: Path) -> tuple[list[dict], dict, frozenset[str]]:
 def run(*, scopes: list[int], table_chunks: int, repeats: int, ingest_messages: int,
         archive_messages: int, database_name: str, budget_seconds: float = 300.0,
         say=print, skip_indexes: frozenset[str] = frozenset(), keep: Path | None = None,
-        reuse: Path | None = None) -> str:
+        reused: tuple[list[dict], dict, frozenset[str]] | None = None) -> str:
     from conversations.models import ConversationChunk
 
     global urlpatterns
     urlpatterns = _urlpatterns()
-    if reuse:
-        scope_rows, fill_timings, skip_indexes = _load_fill(reuse)
-        say(f"reusing the database filled before ({reuse}): scopes "
+    if reused:  # _load_fill of a --keep run's FILE
+        scope_rows, fill_timings, skip_indexes = reused
+        say("reusing the database filled before: scopes "
             + ", ".join(f"{s['units']:,}" for s in scope_rows))
     else:
         scope_rows, fill_timings = fill(scopes=scopes, table_chunks=table_chunks, say=say,
@@ -815,12 +815,13 @@ def main() -> None:
     # serialize=False: a kept database of a million chunks is not read into memory.
     name = connection.creation.create_test_db(verbosity=0, autoclobber=True,
                                               keepdb=bool(args.reuse), serialize=False)
-    keep = False
+    keep, reused = False, None
     try:
         if args.reuse:
             from facts.models import Legacy
 
-            legacies = [s["legacy"].pk for s in _load_fill(args.reuse)[0]]
+            reused = _load_fill(args.reuse)
+            legacies = [s["legacy"].pk for s in reused[0]]
             if Legacy.objects.filter(pk__in=legacies).count() != len(legacies):
                 sys.exit(f"database {name} does not hold the fill of {args.reuse} (dropped"
                          " by --drop, or another MEMORY_TEST_DB?); fill it again with --keep")
@@ -829,7 +830,7 @@ def main() -> None:
                   ingest_messages=args.ingest_messages, archive_messages=args.archive_messages,
                   database_name=name, budget_seconds=args.budget,
                   say=lambda text: print(text, file=sys.stderr, flush=True),
-                  skip_indexes=frozenset(args.skip_index), keep=args.keep, reuse=args.reuse))
+                  skip_indexes=frozenset(args.skip_index), keep=args.keep, reused=reused))
     finally:
         if keep or (args.keep and args.keep.is_file()):
             connection.close()

@@ -382,11 +382,10 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
 # SEARCH_TEXT_MAX_UNITS units), read by the conversation index and matched row by row: a GIN
 # scan would read the posting list of each query word over every user's messages, which grows
 # with the table, not the scope.
-_MESSAGE_TEXT_CTE = """
+_MESSAGE_TEXT_SCOPE = _MESSAGE_SCOPE.replace("%(conv)s", "%(text_conv)s")
+_MESSAGE_TEXT_CTE = f"""
 mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
-                    FROM {messages} m
-                    WHERE m.conversation_id = ANY(%(text_conv)s::uuid[])
-                      AND m.role IN ('user', 'assistant'))
+                    FROM {{messages}} m WHERE {_MESSAGE_TEXT_SCOPE})
 """
 # What each list carries, read with its rows (no candidate is read again by primary key): the
 # unit's place and date, and its stored tsvector, from which the wrapper of each list computes
@@ -486,12 +485,9 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
                     "AS m, q ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
                     "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
 
-        if kind == "message" and text_rows:
-            lists.append(head("text") + ranked("m.search_vector @@ q.tsq", "mt"))
-        elif kind == "message":
-            lists.append(head("text") + ranked(
-                f"{_MESSAGE_SCOPE.replace('%(conv)s', '%(text_conv)s')} "
-                "AND m.search_vector @@ q.tsq"))
+        if kind == "message":
+            rows, where = ("mt", "TRUE") if text_rows else (table, _MESSAGE_TEXT_SCOPE)
+            lists.append(head("text") + ranked(f"{where} AND m.search_vector @@ q.tsq", rows))
         else:
             match = "m.conversation_id = ANY(%(text_conv)s::uuid[]) AND m.search_vector @@ q.tsq"
             if text == "all":
