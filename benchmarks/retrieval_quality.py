@@ -1,4 +1,6 @@
-"""Quality of retrieval over earlier conversations, on the labelled set tests/data/retrieval_dev.json.
+"""Quality of retrieval over earlier conversations, on a labelled set (default
+tests/data/retrieval_dev.json; the long sets tests/data/retrieval_long_dev.json, tuned on, and
+retrieval_long_blind.json, reported on only, with --data).
 
 Not a test. It creates a throwaway database, loads every session of the set through the real
 services (each session a conversation: messages appended, closed, archived and embedded by the
@@ -11,7 +13,7 @@ and prints, per variant of the settings, at top 5 and top 10:
 - range: questions whose evidence turn lies inside the message range of a hit;
 - tokens: the mean tiktoken count of the hits' text.
 
-    .venv/bin/python benchmarks/retrieval_quality.py [--variants baseline,window-0 …]
+    .venv/bin/python benchmarks/retrieval_quality.py [--data FILE] [--variants baseline,window-0-0 …]
 """
 
 import argparse
@@ -46,6 +48,27 @@ VARIANTS: dict[str, dict] = {
     # about 650 units would with the defaults; "exact-15" has the same list lengths, exact.
     "exact-15": {"SEARCH_CANDIDATES": 15},
     "bits-15": {"SEARCH_CANDIDATES": 15, "SEARCH_RERANK_CANDIDATES": 15},
+    # For the long sets (tests/data/retrieval_long_*.json: about 600 units per scope, which
+    # the defaults search through the sign bits and the text bounds): every vector compared
+    # exactly, more re-ranked, and the bounds that keep a large scope's cost down made tighter.
+    "exact": {"SEARCH_RERANK_CANDIDATES": 100_000},
+    "rerank-50": {"SEARCH_RERANK_CANDIDATES": 50},
+    "rerank-200": {"SEARCH_RERANK_CANDIDATES": 200},
+    "text-units-300": {"SEARCH_TEXT_MAX_UNITS": 300},
+    "text-matches-100": {"SEARCH_TEXT_MAX_MATCHES": 100},
+    "text-matches-200": {"SEARCH_TEXT_MAX_MATCHES": 200},
+    "candidates-20": {"SEARCH_CANDIDATES": 20},
+    "recency-0": {"SEARCH_RECENCY_WEIGHT": 0.0},
+    "recency-0.008": {"SEARCH_RECENCY_WEIGHT": 0.008},
+    "rrf-10": {"SEARCH_RRF_K": 10},
+    "rrf-20": {"SEARCH_RRF_K": 20},
+    "rrf-40": {"SEARCH_RRF_K": 40},
+    "rrf-60": {"SEARCH_RRF_K": 60},  # the default before the long sets
+    "rrf-20+norm-1": {"SEARCH_RRF_K": 20, "SEARCH_TEXT_RANK_NORMALIZATION": 1},
+    "rrf-20+recency-0": {"SEARCH_RRF_K": 20, "SEARCH_RECENCY_WEIGHT": 0.0},
+    "rrf-20+recency-0.002": {"SEARCH_RRF_K": 20, "SEARCH_RECENCY_WEIGHT": 0.002},
+    "rrf-20+window-1-1": {"SEARCH_RRF_K": 20, "SEARCH_WINDOW_BEFORE": 1,
+                          "SEARCH_WINDOW_AFTER": 1},
 }
 
 

@@ -17,7 +17,10 @@ from memory_site.core.ai.tokens import encoding
 def model_key() -> str:
     """What identifies the current embedding model: provider, model and dimensions."""
     if settings.EMBEDDING_PROVIDER == "hashing":
-        return f"hashing/{settings.EMBEDDING_DIMENSIONS}"
+        # "rotated": the offline embedder's vectors since the rotation that makes their sign
+        # bits a SimHash (memory_site.core.ai.embeddings); "hashing/{dimensions}" were the
+        # sparse vectors before it, ranked by words only until `manage.py reembed`.
+        return f"hashing/rotated/{settings.EMBEDDING_DIMENSIONS}"
     return (f"{settings.EMBEDDING_PROVIDER}/{settings.EMBEDDING_MODEL}/"
             f"{settings.EMBEDDING_DIMENSIONS}")
 

@@ -351,8 +351,9 @@ MEMORY_TOKEN_LIMIT = env_int("MEMORY_TOKEN_LIMIT", 10000)
 SEARCH_DEFAULT_K = env_int("SEARCH_DEFAULT_K", 3)
 SEARCH_MAX_K = env_int("SEARCH_MAX_K", 20)
 SEARCH_QUERY_MAX_CHARS = env_int("SEARCH_QUERY_MAX_CHARS", 1000)
-# Reciprocal rank fusion constant (Cormack et al.'s 60); recency halves every N days.
-SEARCH_RRF_K = env_int("SEARCH_RRF_K", 60)
+# Reciprocal rank fusion constant (Cormack et al. use 60; 20 won on the labelled sets,
+# docs/quality.md, Retrieval); recency halves every N days.
+SEARCH_RRF_K = env_int("SEARCH_RRF_K", 20)
 SEARCH_RECENCY_WEIGHT = env_float("SEARCH_RECENCY_WEIGHT", 0.004)
 SEARCH_RECENCY_HALF_LIFE_DAYS = env_float("SEARCH_RECENCY_HALF_LIFE_DAYS", 30.0)
 SEARCH_OPEN_LOOP_WEIGHT = env_float("SEARCH_OPEN_LOOP_WEIGHT", 0.008)

@@ -1,12 +1,14 @@
 """The offline extractor and summariser, the quality benchmark, and the openai provider against a fake server."""
 
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
 
 from memory_site.core.ai import LLMError, TranscriptLine, count_tokens, get_embedder, get_llm
 from memory_site.core.ai.base import EmbeddingError, LLMOutputError
+from memory_site.core.ai.embeddings import HashingEmbedder
 from memory_site.core.ai.offline.facts import extract_facts
 from memory_site.core.ai.offline.summarizer import extractive_summary, rolling_summary
 from memory_site.core.language.kinship import kinship_aliases
@@ -151,6 +153,55 @@ def test_rolling_summary_keeps_the_agents_latest_question_and_offer_marked():
         "[2] Her favourite colour was blue.",
         "[5] The agent offered: Shall I note where she lived?",
     ]
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+        sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def _hamming(a: list[float], b: list[float]) -> int:
+    """The Hamming distance of the sign bits, as pgvector's binary_quantize sets them."""
+    return sum((x > 0) != (y > 0) for x, y in zip(a, b, strict=True))
+
+
+def test_the_hashing_embedders_rotation_keeps_every_cosine_and_makes_its_sign_bits_useful():
+    embedder = HashingEmbedder(1024)
+    said = ("Her neighbour Mr. Okafor swapped okra seeds with her every spring, and she never "
+            "learned to cook it.")
+    query, unrelated = "What seeds did Mr. Okafor swap?", "Thank you for sharing that."
+    rotated = embedder.embed([said, query, unrelated])
+    hashed = [[embedder._hashed(text).get(i, 0.0) for i in range(1024)]
+              for text in (said, query, unrelated)]
+
+    # The same cosines as the hashed (sparse) vectors: what exact ranking sees is unchanged.
+    for i, j in ((0, 1), (1, 2), (0, 2)):
+        assert _cosine(rotated[i], rotated[j]) == pytest.approx(
+            _cosine(hashed[i], hashed[j]), abs=1e-9)
+    # Dense, so that the sign bits follow the angle: the message that answers the question is
+    # nearer by bits than a short unrelated line. Without the rotation the short line was
+    # (its few set bits differ from the query's in fewer places).
+    assert all(x != 0.0 for x in rotated[0])
+    assert _hamming(rotated[1], rotated[0]) < _hamming(rotated[1], rotated[2])
+    assert _hamming(hashed[1], hashed[0]) > _hamming(hashed[1], hashed[2])
+    # A change of these numbers is a new model: conversations.embedding.model_key must change.
+    assert embedder.embed(["Rose kept bees."])[0][:4] == pytest.approx(
+        [0.037594103034, -0.037594103034, 0.015664209597, -0.015664209597], abs=1e-11)
+    assert embedder.embed([]) == []
+
+
+def test_the_rotation_is_orthogonal_for_any_number_of_dimensions():
+    for dimensions in (8, 1000, 1536):
+        embedder = HashingEmbedder(dimensions)
+        texts = ["Rose kept bees behind the barn.", "The bees of Rose.", ""]
+        rotated = embedder.embed(texts)
+        for text, vector in zip(texts, rotated, strict=True):
+            hashed = [embedder._hashed(text).get(i, 0.0) for i in range(dimensions)]
+            assert len(vector) == dimensions
+            assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-12)
+            assert _cosine(vector, rotated[0]) == pytest.approx(
+                _cosine(hashed, [embedder._hashed(texts[0]).get(i, 0.0)
+                                 for i in range(dimensions)]), abs=1e-9)
 
 
 # Recall floors per set, just under each set's score (docs/quality.md). They were 0.85 for

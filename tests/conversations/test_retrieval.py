@@ -176,7 +176,7 @@ def test_a_scope_larger_than_the_rerank_is_ranked_by_sign_bits_then_cosine(famil
     every unit's sign bits in scope (foreign rows closer than mine do not count), the nearest
     re-ranked by exact cosine distance."""
     settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
-    settings.SEARCH_CANDIDATES = settings.SEARCH_RERANK_CANDIDATES = 60
+    settings.SEARCH_CANDIDATES = settings.SEARCH_RERANK_CANDIDATES = 8
     query_vector = get_embedder().embed([QUERY])[0]
     _messages_near(ConversationFactory(user=family.member, legacy=family.legacy),
                    query_vector, 300, 0.004, 1)
@@ -188,7 +188,7 @@ def test_a_scope_larger_than_the_rerank_is_ranked_by_sign_bits_then_cosine(famil
     result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
 
     assert (result.total, result.vector_scan) == (120, "bits")
-    expected = _sign_bits_then_cosine(mine, query_vector, 60)
+    expected = _sign_bits_then_cosine(mine, query_vector, 8)
     assert [hit.id for hit in result.hits] == expected[:5]
     # Re-ranking only the nearest by bits is what makes it approximate: not the exact order.
     assert expected[:5] != _exact_ranking(mine, query_vector)[:5]
@@ -729,13 +729,13 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
     call_command("reembed", "--batch-size", "1", stdout=out)
 
     text = out.getvalue()
-    assert "Embedding model: hashing/8" in text
+    assert "Embedding model: hashing/rotated/8" in text
     assert "The vector columns hold 1024 (messages) and 1024 (chunks) dimensions; " \
            "EMBEDDING_DIMENSIONS is 8." in text
-    assert "Embedded 2 messages and 1 chunks with hashing/8." in text
+    assert "Embedded 2 messages and 1 chunks with hashing/rotated/8." in text
     rows = [*Message.objects.filter(role__in=["user", "assistant"]),
             *ConversationChunk.objects.all()]
-    assert {r.embedding_model for r in rows} == {"hashing/8"}
+    assert {r.embedding_model for r in rows} == {"hashing/rotated/8"}
     assert {len(r.embedding) for r in rows} == {8}
     assert Message.objects.get(role="system").embedding is None
     result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=2)

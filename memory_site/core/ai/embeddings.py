@@ -5,6 +5,9 @@ import logging
 import math
 import re
 import time
+from functools import cache
+
+import numpy as np
 
 from memory_site.core.ai.base import EmbeddingError
 
@@ -31,11 +34,53 @@ def _features(text: str) -> list[str]:
     return words + bigrams
 
 
+def _blocks(dimensions: int) -> list[tuple[int, int]]:
+    """(start, size) of the power-of-two blocks that make up `dimensions`, largest first
+    (1,024 is one block; 1,000 is 512 + 256 + 128 + 64 + 32 + 8)."""
+    blocks, start = [], 0
+    for bit in range(dimensions.bit_length() - 1, -1, -1):
+        if dimensions & (1 << bit):
+            blocks.append((start, 1 << bit))
+            start += 1 << bit
+    return blocks
+
+
+@cache
+def _rotation_signs(dimensions: int) -> np.ndarray:
+    """The rotation's fixed random signs (the diagonal D), the same on every machine."""
+    digest = hashlib.shake_128(b"legacy-memory hashing rotation").digest(dimensions)
+    return np.array([1.0 if byte & 1 else -1.0 for byte in digest])
+
+
+def rotate(vectors: np.ndarray) -> np.ndarray:
+    """Each row times the fixed orthogonal matrix H·D: random signs, then the normalised
+    Walsh-Hadamard transform of each power-of-two block. Cosine similarities are unchanged
+    (up to rounding); a sparse row becomes dense, so that its sign bits are a SimHash of it."""
+    rows, dimensions = vectors.shape
+    out = vectors * _rotation_signs(dimensions)
+    for start, size in _blocks(dimensions):
+        block = out[:, start:start + size]
+        h = 1
+        while h < size:  # the fast transform: log2(size) passes of sums and differences
+            pairs = block.reshape(rows, size // (2 * h), 2, h)
+            block = np.stack((pairs[:, :, 0] + pairs[:, :, 1],
+                              pairs[:, :, 0] - pairs[:, :, 1]), axis=2).reshape(rows, size)
+            h *= 2
+        out[:, start:start + size] = block / math.sqrt(size)
+    return out
+
+
 class HashingEmbedder:
-    """Feature hashing of stemmed words and word pairs into a unit vector.
+    """Feature hashing of stemmed words and word pairs into a unit vector, then a fixed
+    random rotation.
 
     Deterministic and offline: texts that share words land close together, which is
-    what retrieval needs when no embedding model is configured.
+    what retrieval needs when no embedding model is configured. The hashed vector is sparse
+    (a message of 20 words touches about 40 of 1,024 slots); its sign bits, which the search
+    compares before re-ranking by cosine (pgvector's binary_quantize), would mostly say how
+    short a text is. The rotation (random signs and a Walsh-Hadamard transform, an orthogonal
+    matrix) keeps every cosine and spreads each vector over every slot, so that the sign bits
+    are a SimHash: their Hamming distance follows the angle, as a dense model's do.
     """
 
     name = "hashing"
@@ -43,11 +88,8 @@ class HashingEmbedder:
     def __init__(self, dimensions: int):
         self.dimensions = dimensions
 
-    def _embed_one(self, text: str) -> list[float]:
-        # Only the few slots a text's features hash to are touched: the norm is summed over
-        # them in index order and only they are divided, which gives the same floats as doing
-        # both over the whole vector (adding or dividing a 0.0 changes nothing) in a fraction
-        # of the time (a message of 20 words touches about 40 of 1024 slots).
+    def _hashed(self, text: str) -> dict[int, float]:
+        """The sparse vector of `text`, slot → value, normalised (empty text: slot 0)."""
         counts: dict[str, int] = {}
         for feature in _features(text):
             counts[feature] = counts.get(feature, 0) + 1
@@ -58,18 +100,20 @@ class HashingEmbedder:
             sign = 1.0 if digest[4] & 1 else -1.0
             weight = (1.0 + math.log(count)) * (0.7 if " " in feature else 1.0)
             slots[index] = slots.get(index, 0.0) + sign * weight
-        vector = [0.0] * self.dimensions
         norm = math.sqrt(sum(slots[i] * slots[i] for i in sorted(slots)))
         if norm == 0.0:
             # Cosine distance is undefined for a zero vector; give empty text a fixed direction.
-            vector[0] = 1.0
-            return vector
-        for index, value in slots.items():
-            vector[index] = value / norm
-        return vector
+            return {0: 1.0}
+        return {index: value / norm for index, value in slots.items()}
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed_one(text) for text in texts]
+        if not texts:
+            return []
+        hashed = np.zeros((len(texts), self.dimensions))
+        for row, text in enumerate(texts):
+            for index, value in self._hashed(text).items():
+                hashed[row, index] = value
+        return rotate(hashed).tolist()
 
 
 class OpenAIEmbedder:
