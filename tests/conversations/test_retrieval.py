@@ -768,6 +768,33 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
     assert message[1] == "".join("1" if x > 0 else "0" for x in message[0])
 
 
+def test_reembed_writes_again_the_vectors_made_before_the_hashing_rotation(family, settings):
+    """Same dimensions, an older key (the sparse vectors before the rotation): no column
+    changes, every vector written again with the current key, and ranked again."""
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", "Rose kept bees."), ("assistant", "Honey!")])
+    chunk_for(conversation, 0, 2, "They talked about bees.")
+    old_key = f"hashing/{settings.EMBEDDING_DIMENSIONS}"
+    Message.objects.update(embedding=[1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1),
+                           embedding_model=old_key)
+    ConversationChunk.objects.update(embedding_model=old_key)
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=2)
+    assert "2 of 2 messages and 1 of 1 chunks in scope have no vector" in result.warnings[0]
+    out = io.StringIO()
+
+    call_command("reembed", stdout=out)
+
+    text = out.getvalue()
+    assert "Changing the columns" not in text
+    assert "Embedded 2 messages and 1 chunks with hashing/rotated/" in text
+    message = Message.objects.get(role="user")
+    assert message.embedding_model == model_key()
+    assert list(message.embedding) == pytest.approx(embed_texts(["Rose kept bees."])[0],
+                                                    abs=1e-6)
+    result = search_conversations(user=family.owner, legacy=family.legacy, query="bees", k=2)
+    assert result.warnings == [] and result.hits[0].vector_rank is not None
+
+
 def test_archived_chunks_get_the_model_key(family, django_capture_on_commit_callbacks):
     conversation = _archived_conversation(family, django_capture_on_commit_callbacks,
                                           _filler(24))
