@@ -187,10 +187,10 @@ def _legacy_names(legacy: Legacy) -> list[str]:
     return list(dict.fromkeys(re.findall(r"\w[\w'-]*", legacy.name)))
 
 
-def query_tsquery(query: str, *, legacy: Legacy | None = None) -> str:
-    """The query's words (stemmed, stop words left out) OR-ed: a question rarely repeats all of
-    them. "" for a query of stop words or punctuation only. With SEARCH_EXPAND_NAMES, a query
-    that names the legacy by one of their names also looks for the others."""
+def query_lexemes(query: str, *, legacy: Legacy | None = None) -> list[str]:
+    """The query's words, stemmed, stop words left out, sorted; none for a query of stop words
+    or punctuation only. With SEARCH_EXPAND_NAMES, a query that names the legacy by one of
+    their names also looks for the others."""
     texts = [query]
     if settings.SEARCH_EXPAND_NAMES and legacy is not None:
         names = _legacy_names(legacy)
@@ -203,7 +203,11 @@ def query_tsquery(query: str, *, legacy: Legacy | None = None) -> str:
             "unnest(to_tsvector(%s::regconfig, t.txt)) AS v ORDER BY 1",
             [texts, STORED_TEXT_CONFIG],
         )
-        lexemes = [row[0] for row in cursor.fetchall()]
+        return [row[0] for row in cursor.fetchall()]
+
+
+def query_tsquery(lexemes: list[str]) -> str:
+    """The query's words OR-ed: a question rarely repeats all of them ("" without words)."""
     return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
 
 
@@ -387,6 +391,18 @@ _MESSAGE_TEXT_CTE = f"""
 mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
                     FROM {{messages}} m WHERE {_MESSAGE_TEXT_SCOPE})
 """
+# The weight of each query word (SEARCH_TEXT_IDF): its inverse document frequency among the
+# messages of the text list's newest conversations (%(text_n)s of them), ln(1 + N / df), so that
+# a name said twice in a long history counts for more than "garden", said in every session. The
+# frequencies are counted over the rows of the CTE mt, or with the GIN index when the messages'
+# text list takes it (the same rows either way: both forms rank alike).
+_IDF_CTE = """
+w AS MATERIALIZED (SELECT l.lq, ln(1 + %(text_n)s::float8 / greatest(d.df, 1)) AS idf
+                   FROM (SELECT quote_literal(lexeme)::tsquery AS lq
+                         FROM unnest(%(lexemes)s::text[]) AS lexeme) AS l
+                   CROSS JOIN LATERAL (SELECT count(*) AS df FROM {df_rows} m
+                                       WHERE {df_where} AND m.search_vector @@ l.lq) AS d)
+"""
 # What each list carries, read with its rows (no candidate is read again by primary key): the
 # unit's place and date, and its stored tsvector, from which the wrapper of each list computes
 # what ranks the candidate after the list's LIMIT (so for n rows at most): the text rank of the
@@ -399,8 +415,17 @@ _COLUMNS = {
     "chunk": "{a}.conversation_id, {a}.message_range_start AS rs, {a}.message_range_end AS re, "
              "{a}.created_at, {a}.search_vector AS sv",
 }
+def _text_rank(sv: str) -> str:
+    """The text rank of the tsvector `sv`: with SEARCH_TEXT_IDF the summed weights (the CTE w)
+    of the query's words it holds, ts_rank_cd breaking the ties; else ts_rank_cd alone."""
+    if settings.SEARCH_TEXT_IDF:
+        return (f"((SELECT coalesce(sum(w.idf), 0) FROM w WHERE {sv} @@ w.lq) "
+                f"+ 0.001 * ts_rank_cd({sv}, q.tsq, %(norm)s::int))")
+    return f"ts_rank_cd({sv}, q.tsq, %(norm)s::int)"
+
+
 _RANKS = """
-CASE WHEN x.sv @@ q.tsq THEN ts_rank_cd(x.sv, q.tsq, %(norm)s::int) END AS text_score,
+CASE WHEN x.sv @@ q.tsq THEN {rank} END AS text_score,
 coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
 """
 
@@ -429,7 +454,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         distance = "x.d" if name == "vector" else "NULL::float8"
         return (f"SELECT '{name}' AS list, '{kind}' AS kind, x.id::text, x.conversation_id, "
                 f"x.rs, x.re, extract(epoch FROM x.created_at)::float8, {distance} AS distance, "
-                f"{_RANKS} FROM ")
+                f"{_RANKS.format(rank=_text_rank('x.sv'))} FROM ")
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
@@ -482,7 +507,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         def ranked(match: str, rows: str = source) -> str:
             return (f"(SELECT m.id, {cols('m')} FROM (SELECT m.* FROM {rows} m, q "
                     f"WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT %(max_matches)s) "
-                    "AS m, q ORDER BY ts_rank_cd(m.search_vector, q.tsq, %(norm)s::int) DESC, "
+                    f"AS m, q ORDER BY {_text_rank('m.search_vector')} DESC, "
                     "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
 
         if kind == "message":
@@ -521,11 +546,16 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     return lists
 
 
-def _candidates_sql(selects: list[str]) -> str:
+def _candidates_sql(selects: list[str], *, text_rows: bool = True) -> str:
     """One statement: the query and the scope's chunks (a CTE no list reads is not run), then
     every list with the columns that rank its rows."""
     lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
-    return f"WITH {_QUERY_CTE},\n{_CHUNK_CTE},\n{_MESSAGE_TEXT_CTE}\n{lists}".format(**_tables())
+    idf = ""
+    if settings.SEARCH_TEXT_IDF:
+        rows, where = ("mt", "TRUE") if text_rows else ("{messages}", _MESSAGE_TEXT_SCOPE)
+        idf = ",\n" + _IDF_CTE.replace("{df_rows}", rows).replace("{df_where}", where)
+    return (f"WITH {_QUERY_CTE},\n{_CHUNK_CTE},\n{_MESSAGE_TEXT_CTE}{idf}\n{lists}"
+            .format(**_tables()))
 
 
 @dataclass
@@ -635,10 +665,11 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     params = {**params, "n": n, "r": r, "n_recent": n_recent,
               "max_matches": max(settings.SEARCH_TEXT_MAX_MATCHES, n),
               "newest": [str(pk) for pk in scope.newest(n_recent)],
-              "text_conv": [str(pk) for pk in text_conv]}
+              "text_conv": [str(pk) for pk in text_conv], "text_n": text_units}
     used = {scans[kind] for kind in kinds if embedded[kind]} if vector else set()
     units: dict[tuple, _Unit] = {}
-    _add_rows(units, _run(_candidates_sql(selects), params, hnsw="hnsw" in used, r=r))
+    _add_rows(units, _run(_candidates_sql(selects, text_rows=text_rows), params,
+                          hnsw="hnsw" in used, r=r))
     if not used:
         return units, "none"
     if "hnsw" not in used:
@@ -656,7 +687,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
         logger.info("iterative scan found %d of %d %s candidates; exact Hamming scan", found,
                     min(n, embedded[kind]), kind)
         sql = _candidates_sql(_lists(kind, vector="bits", text=None, loops=False,
-                                     recent=False))
+                                     recent=False), text_rows=text_rows)
         _add_rows(units, _run(sql, params, hnsw=False, r=r))
         completed = True
     return units, "hnsw+bits" if completed else "hnsw"
@@ -859,7 +890,8 @@ def search_conversations(
     scope = search_scope(user=user, legacy=legacy,
                          exclude_conversation_ids=exclude_conversation_ids,
                          include_messages=include_messages)
-    tsq = query_tsquery(query, legacy=legacy)
+    lexemes = query_lexemes(query, legacy=legacy)
+    tsq = query_tsquery(lexemes)
     # A query of stop words or punctuation says nothing to rank by: the newest units come
     # first (and open loops), rather than an error or a ranking by an arbitrary vector.
     vec = _embed_query(query) if tsq else None
@@ -868,6 +900,7 @@ def search_conversations(
         return SearchResult(hits=[], total=0, warnings=warnings)
     params: dict[str, object] = {
         "vec": vec, "model": model_key(), "tsq": tsq, "tsq_all": all_words_tsquery(tsq),
+        "lexemes": lexemes,
         "loop_tsq": open_loop_tsquery(scope.loops), "norm": settings.SEARCH_TEXT_RANK_NORMALIZATION,
         "conv": [str(pk) for pk in scope.ids], "user_id": user.pk, "legacy_id": legacy.pk,
     }

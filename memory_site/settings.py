@@ -371,6 +371,9 @@ SEARCH_NEIGHBOUR_MAX_TOKENS = env_int("SEARCH_NEIGHBOUR_MAX_TOKENS", 150)
 SEARCH_CHUNK_WEIGHT = env_float("SEARCH_CHUNK_WEIGHT", 1.0)
 # ts_rank_cd's normalisation flags (PostgreSQL docs, 12.3.3): 0 none, 1 log length, 2 length…
 SEARCH_TEXT_RANK_NORMALIZATION = env_int("SEARCH_TEXT_RANK_NORMALIZATION", 0)
+# The text rank: the query words a unit holds, each weighted by its inverse document frequency in
+# the newest conversations (ts_rank_cd breaking ties); off: ts_rank_cd alone (docs/quality.md).
+SEARCH_TEXT_IDF = env_bool("SEARCH_TEXT_IDF", True)
 # Add the legacy's other names to a query that names them by one of them.
 SEARCH_EXPAND_NAMES = env_bool("SEARCH_EXPAND_NAMES", False)
 # Candidates per list (vector, text, recency, open loop) before fusion; more when k needs them.

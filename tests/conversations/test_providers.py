@@ -190,6 +190,13 @@ def test_the_hashing_embedders_rotation_keeps_every_cosine_and_makes_its_sign_bi
     assert embedder.embed([]) == []
 
 
+def test_function_words_say_nothing_to_the_hashing_embedder():
+    """Snowball's English stop words are left out, so a question's "how did they … there" does
+    not make it similar to every question the agent asked."""
+    question, word = HashingEmbedder(1024).embed(["How did they get there?", "get"])
+    assert _cosine(question, word) == pytest.approx(1.0)
+
+
 def test_the_rotation_is_orthogonal_for_any_number_of_dimensions():
     for dimensions in (8, 1000, 1536):
         embedder = HashingEmbedder(dimensions)

@@ -285,6 +285,29 @@ def test_a_long_newest_conversation_is_matched_by_the_gin_index_with_the_same_hi
     assert "Rose planted tulips by the garden gate." in rows[0][3]  # every word of the query
 
 
+def test_a_rare_word_of_the_query_outranks_a_common_one(family, settings):
+    """The text rank weights each query word by its inverse document frequency in the newest
+    conversations: the one message naming the okra comes first, though ten newer ones hold the
+    query's other word. With ts_rank_cd alone every one-word match ties and the newest win."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0  # a hit is its message
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    rows = import_messages(conversation, [("user", "Mr. Okafor grew okra by the fence.")]
+                           + [("user", f"The garden was lovely in {1950 + i}.") for i in range(10)])
+    now = timezone.now()
+    for row in rows:  # the okra message the oldest, without vectors: only words and recency
+        Message.objects.filter(pk=row.pk).update(
+            created_at=now - timedelta(days=30) + timedelta(minutes=row.sequence))
+
+    def best_by_text() -> int:
+        result = search_conversations(user=family.owner, legacy=family.legacy,
+                                      query="okra in the garden", k=3)
+        return next(h.message_range_start for h in result.hits if h.text_rank == 1)
+
+    assert best_by_text() == 0
+    settings.SEARCH_TEXT_IDF = False
+    assert best_by_text() == 10
+
+
 def test_a_small_share_of_a_large_table_is_scanned_by_its_bits_not_the_index(settings):
     """The index scan reads about rerank × table rows ÷ scope of all users' rows to find the
     scope's nearest: one user's 3,000 chunks among a million would cost 33,000 rows read, the
