@@ -61,15 +61,10 @@ VARIANTS: dict[str, dict] = {
     "recency-0": {"SEARCH_RECENCY_WEIGHT": 0.0},
     "recency-0.008": {"SEARCH_RECENCY_WEIGHT": 0.008},
     "rrf-10": {"SEARCH_RRF_K": 10},
-    "rrf-20": {"SEARCH_RRF_K": 20},
     "rrf-40": {"SEARCH_RRF_K": 40},
-    "rrf-60": {"SEARCH_RRF_K": 60},
-    "idf-off": {"SEARCH_TEXT_IDF": False},  # ts_rank_cd alone, as before the long sets  # the default before the long sets
-    "rrf-20+norm-1": {"SEARCH_RRF_K": 20, "SEARCH_TEXT_RANK_NORMALIZATION": 1},
-    "rrf-20+recency-0": {"SEARCH_RRF_K": 20, "SEARCH_RECENCY_WEIGHT": 0.0},
-    "rrf-20+recency-0.002": {"SEARCH_RRF_K": 20, "SEARCH_RECENCY_WEIGHT": 0.002},
-    "rrf-20+window-1-1": {"SEARCH_RRF_K": 20, "SEARCH_WINDOW_BEFORE": 1,
-                          "SEARCH_WINDOW_AFTER": 1},
+    "rrf-60": {"SEARCH_RRF_K": 60},  # the default before the long sets
+    "recency-0.002": {"SEARCH_RECENCY_WEIGHT": 0.002},
+    "idf-off": {"SEARCH_TEXT_IDF": False},  # ts_rank_cd alone, as before the long sets
 }
 
 

@@ -398,7 +398,7 @@ mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.
 # text list takes it (the same rows either way: both forms rank alike).
 _IDF_CTE = """
 w AS MATERIALIZED (SELECT l.lq, ln(1 + %(text_n)s::float8 / greatest(d.df, 1)) AS idf
-                   FROM (SELECT quote_literal(lexeme)::tsquery AS lq
+                   FROM (SELECT lexeme::tsquery AS lq
                          FROM unnest(%(lexemes)s::text[]) AS lexeme) AS l
                    CROSS JOIN LATERAL (SELECT count(*) AS df FROM {df_rows} m
                                        WHERE {df_where} AND m.search_vector @@ l.lq) AS d)
@@ -900,7 +900,7 @@ def search_conversations(
         return SearchResult(hits=[], total=0, warnings=warnings)
     params: dict[str, object] = {
         "vec": vec, "model": model_key(), "tsq": tsq, "tsq_all": all_words_tsquery(tsq),
-        "lexemes": lexemes,
+        "lexemes": [_tsquery_literal(lexeme) for lexeme in lexemes],  # each a tsquery
         "loop_tsq": open_loop_tsquery(scope.loops), "norm": settings.SEARCH_TEXT_RANK_NORMALIZATION,
         "conv": [str(pk) for pk in scope.ids], "user_id": user.pk, "legacy_id": legacy.pk,
     }

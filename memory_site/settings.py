@@ -388,7 +388,7 @@ SEARCH_EXACT_SCAN_MAX_UNITS = env_int("SEARCH_EXACT_SCAN_MAX_UNITS", 2000)
 # The text list ranks the units sharing a word with the query in the newest conversations that
 # hold this many units; in older ones only the units holding every word of the query.
 SEARCH_TEXT_MAX_UNITS = env_int("SEARCH_TEXT_MAX_UNITS", 2000)
-# Each text list ranks (ts_rank_cd) at most the newest this many units that match the query.
+# Each text list ranks (text rank) at most the newest this many units that match the query.
 SEARCH_TEXT_MAX_MATCHES = env_int("SEARCH_TEXT_MAX_MATCHES", 500)
 SEARCH_HNSW_ITERATIVE_SCAN = env_str("SEARCH_HNSW_ITERATIVE_SCAN", "strict_order")
 SEARCH_HNSW_MAX_SCAN_TUPLES = env_int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000)

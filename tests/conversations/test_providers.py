@@ -197,7 +197,7 @@ def test_function_words_say_nothing_to_the_hashing_embedder():
     assert _cosine(question, word) == pytest.approx(1.0)
 
 
-def test_the_rotation_is_orthogonal_for_any_number_of_dimensions():
+def test_the_rotation_is_orthogonal_and_dense_for_any_number_of_dimensions():
     for dimensions in (8, 1000, 1536):
         embedder = HashingEmbedder(dimensions)
         texts = ["Rose kept bees behind the barn.", "The bees of Rose.", ""]
@@ -206,6 +206,8 @@ def test_the_rotation_is_orthogonal_for_any_number_of_dimensions():
             hashed = [embedder._hashed(text).get(i, 0.0) for i in range(dimensions)]
             assert len(vector) == dimensions
             assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-12)
+            if text:  # dense, whatever the dimensions (a few sums may cancel exactly)
+                assert sum(x == 0.0 for x in vector) <= dimensions // 100
             assert _cosine(vector, rotated[0]) == pytest.approx(
                 _cosine(hashed, [embedder._hashed(texts[0]).get(i, 0.0)
                                  for i in range(dimensions)]), abs=1e-9)

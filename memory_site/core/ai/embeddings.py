@@ -48,39 +48,40 @@ def _features(text: str) -> list[str]:
     return words + bigrams
 
 
-def _blocks(dimensions: int) -> list[tuple[int, int]]:
-    """(start, size) of the power-of-two blocks that make up `dimensions`, largest first
-    (1,024 is one block; 1,000 is 512 + 256 + 128 + 64 + 32 + 8)."""
-    blocks, start = [], 0
-    for bit in range(dimensions.bit_length() - 1, -1, -1):
-        if dimensions & (1 << bit):
-            blocks.append((start, 1 << bit))
-            start += 1 << bit
-    return blocks
-
-
 @cache
-def _rotation_signs(dimensions: int) -> np.ndarray:
-    """The rotation's fixed random signs (the diagonal D), the same on every machine."""
-    digest = hashlib.shake_128(b"legacy-memory hashing rotation").digest(dimensions)
+def _rotation_signs(length: int, seed: bytes = b"") -> np.ndarray:
+    """Fixed random signs (a diagonal D of the rotation), the same on every machine."""
+    digest = hashlib.shake_128(b"legacy-memory hashing rotation" + seed).digest(length)
     return np.array([1.0 if byte & 1 else -1.0 for byte in digest])
 
 
+def _hadamard(block: np.ndarray) -> np.ndarray:
+    """The normalised Walsh-Hadamard transform of each row (a power-of-two length): log2(size)
+    passes of sums and differences, an orthogonal matrix."""
+    rows, size = block.shape
+    h = 1
+    while h < size:
+        pairs = block.reshape(rows, size // (2 * h), 2, h)
+        block = np.stack((pairs[:, :, 0] + pairs[:, :, 1],
+                          pairs[:, :, 0] - pairs[:, :, 1]), axis=2).reshape(rows, size)
+        h *= 2
+    return block / math.sqrt(size)
+
+
 def rotate(vectors: np.ndarray) -> np.ndarray:
-    """Each row times the fixed orthogonal matrix H·D: random signs, then the normalised
-    Walsh-Hadamard transform of each power-of-two block. Cosine similarities are unchanged
-    (up to rounding); a sparse row becomes dense, so that its sign bits are a SimHash of it."""
-    rows, dimensions = vectors.shape
-    out = vectors * _rotation_signs(dimensions)
-    for start, size in _blocks(dimensions):
-        block = out[:, start:start + size]
-        h = 1
-        while h < size:  # the fast transform: log2(size) passes of sums and differences
-            pairs = block.reshape(rows, size // (2 * h), 2, h)
-            block = np.stack((pairs[:, :, 0] + pairs[:, :, 1],
-                              pairs[:, :, 0] - pairs[:, :, 1]), axis=2).reshape(rows, size)
-            h *= 2
-        out[:, start:start + size] = block / math.sqrt(size)
+    """Each row times a fixed orthogonal matrix: random signs, then the Walsh-Hadamard
+    transform (H·D). Cosine similarities are unchanged (up to rounding); a sparse row becomes
+    dense, so that its sign bits are a SimHash of it. With dimensions that are not a power of
+    two, three such rotations of the largest power-of-two window, at the end, the start and the
+    end again (the windows overlap by more than half), so that every slot mixes every other."""
+    dimensions = vectors.shape[1]
+    size = 1 << (dimensions.bit_length() - 1)
+    if size == dimensions:
+        return _hadamard(vectors * _rotation_signs(dimensions))
+    out = vectors.copy()
+    for round_number, start in enumerate((dimensions - size, 0, dimensions - size), start=1):
+        window = out[:, start:start + size] * _rotation_signs(size, f"/{round_number}".encode())
+        out[:, start:start + size] = _hadamard(window)
     return out
 
 
