@@ -415,6 +415,8 @@ _COLUMNS = {
     "chunk": "{a}.conversation_id, {a}.message_range_start AS rs, {a}.message_range_end AS re, "
              "{a}.created_at, {a}.search_vector AS sv",
 }
+
+
 def _text_rank(sv: str) -> str:
     """The text rank of the tsvector `sv`: with SEARCH_TEXT_IDF the summed weights (the CTE w)
     of the query's words it holds, ts_rank_cd breaking the ties; else ts_rank_cd alone."""

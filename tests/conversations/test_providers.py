@@ -1,7 +1,6 @@
 """The offline extractor and summariser, the quality benchmark, and the openai provider against a fake server."""
 
 import importlib.util
-import math
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from memory_site.core.ai.embeddings import HashingEmbedder
 from memory_site.core.ai.offline.facts import extract_facts
 from memory_site.core.ai.offline.summarizer import extractive_summary, rolling_summary
 from memory_site.core.language.kinship import kinship_aliases
+from tests.support.chunks import cosine_distance
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,9 +155,10 @@ def test_rolling_summary_keeps_the_agents_latest_question_and_offer_marked():
     ]
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
-        sum(x * x for x in a) * sum(y * y for y in b))
+def _hashed(embedder: HashingEmbedder, text: str) -> list[float]:
+    """The embedder's vector of `text` before the rotation, every slot."""
+    slots = embedder._hashed(text)
+    return [slots.get(i, 0.0) for i in range(embedder.dimensions)]
 
 
 def _hamming(a: list[float], b: list[float]) -> int:
@@ -171,13 +172,12 @@ def test_the_hashing_embedders_rotation_keeps_every_cosine_and_makes_its_sign_bi
             "learned to cook it.")
     query, unrelated = "What seeds did Mr. Okafor swap?", "Thank you for sharing that."
     rotated = embedder.embed([said, query, unrelated])
-    hashed = [[embedder._hashed(text).get(i, 0.0) for i in range(1024)]
-              for text in (said, query, unrelated)]
+    hashed = [_hashed(embedder, text) for text in (said, query, unrelated)]
 
     # The same cosines as the hashed (sparse) vectors: what exact ranking sees is unchanged.
     for i, j in ((0, 1), (1, 2), (0, 2)):
-        assert _cosine(rotated[i], rotated[j]) == pytest.approx(
-            _cosine(hashed[i], hashed[j]), abs=1e-9)
+        assert cosine_distance(rotated[i], rotated[j]) == pytest.approx(
+            cosine_distance(hashed[i], hashed[j]), abs=1e-9)
     # Dense, so that the sign bits follow the angle: the message that answers the question is
     # nearer by bits than a short unrelated line. Without the rotation the short line was
     # (its few set bits differ from the query's in fewer places).
@@ -194,7 +194,7 @@ def test_function_words_say_nothing_to_the_hashing_embedder():
     """Snowball's English stop words are left out, so a question's "how did they … there" does
     not make it similar to every question the agent asked."""
     question, word = HashingEmbedder(1024).embed(["How did they get there?", "get"])
-    assert _cosine(question, word) == pytest.approx(1.0)
+    assert cosine_distance(question, word) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_the_rotation_is_orthogonal_and_dense_for_any_number_of_dimensions():
@@ -202,15 +202,14 @@ def test_the_rotation_is_orthogonal_and_dense_for_any_number_of_dimensions():
         embedder = HashingEmbedder(dimensions)
         texts = ["Rose kept bees behind the barn.", "The bees of Rose.", ""]
         rotated = embedder.embed(texts)
-        for text, vector in zip(texts, rotated, strict=True):
-            hashed = [embedder._hashed(text).get(i, 0.0) for i in range(dimensions)]
+        hashed = [_hashed(embedder, text) for text in texts]
+        for text, vector, sparse in zip(texts, rotated, hashed, strict=True):
             assert len(vector) == dimensions
             assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-12)
             if text:  # dense, whatever the dimensions (a few sums may cancel exactly)
                 assert sum(x == 0.0 for x in vector) <= dimensions // 100
-            assert _cosine(vector, rotated[0]) == pytest.approx(
-                _cosine(hashed, [embedder._hashed(texts[0]).get(i, 0.0)
-                                 for i in range(dimensions)]), abs=1e-9)
+            assert cosine_distance(vector, rotated[0]) == pytest.approx(
+                cosine_distance(sparse, hashed[0]), abs=1e-9)
 
 
 # Recall floors per set, just under each set's score (docs/quality.md). They were 0.85 for
