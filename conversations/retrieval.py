@@ -383,26 +383,34 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
 """
 # The messages of the text list's newest conversations (used while they hold at most twice
-# SEARCH_TEXT_MAX_UNITS units), read by the conversation index and matched row by row: a GIN
-# scan would read the posting list of each query word over every user's messages, which grows
-# with the table, not the scope.
+# SEARCH_TEXT_MAX_UNITS units), read by the conversation index (mt, MATERIALIZED: no plan may
+# take the GIN index, whose posting list of each query word holds every user's messages and
+# grows with the table, not the scope) and matched row by row (mm: the ones that share a word
+# with the query).
 _MESSAGE_TEXT_SCOPE = _MESSAGE_SCOPE.replace("%(conv)s", "%(text_conv)s")
 _MESSAGE_TEXT_CTE = f"""
 mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
-                    FROM {{messages}} m WHERE {_MESSAGE_TEXT_SCOPE})
+                    FROM {{messages}} m WHERE {_MESSAGE_TEXT_SCOPE}),
+mm AS MATERIALIZED (SELECT m.* FROM mt m, q WHERE m.search_vector @@ q.tsq)
 """
 # The weight of each query word (SEARCH_TEXT_IDF): its inverse document frequency among the
 # messages of the text list's newest conversations (%(text_n)s of them), ln(1 + N / df), so that
 # a name said twice in a long history counts for more than "garden", said in every session. The
-# frequencies are counted over the rows of the CTE mt, or with the GIN index when the messages'
-# text list takes it (the same rows either way: both forms rank alike).
+# frequencies are counted over the rows of the CTE mm (a message that holds a word of the query
+# matches its OR-ed tsquery, so the matches are all the rows to count), or with the GIN index
+# when the messages' text list takes it (the same counts either way: both forms rank alike).
+# One row: the words (lq) and their weights (idf) as arrays in the order of %(lexemes)s, which
+# _text_rank reads by position.
 _IDF_CTE = """
-w AS MATERIALIZED (SELECT l.lq, ln(1 + %(text_n)s::float8 / greatest(d.df, 1)) AS idf
-                   FROM (SELECT lexeme::tsquery AS lq
-                         FROM unnest(%(lexemes)s::text[]) AS lexeme) AS l
+w AS MATERIALIZED (SELECT array_agg(l.lq ORDER BY l.i) AS lq,
+                          array_agg(ln(1 + %(text_n)s::float8 / greatest(d.df, 1))
+                                    ORDER BY l.i) AS idf
+                   FROM (SELECT lexeme::tsquery AS lq, i
+                         FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS t(lexeme, i)) AS l
                    CROSS JOIN LATERAL (SELECT count(*) AS df FROM {df_rows} m
                                        WHERE {df_where} AND m.search_vector @@ l.lq) AS d)
 """
+_NO_IDF_CTE = "w AS (SELECT NULL::tsquery[] AS lq, NULL::float8[] AS idf)"
 # What each list carries, read with its rows (no candidate is read again by primary key): the
 # unit's place and date, and its stored tsvector, from which the wrapper of each list computes
 # what ranks the candidate after the list's LIMIT (so for n rows at most): the text rank of the
@@ -417,12 +425,16 @@ _COLUMNS = {
 }
 
 
-def _text_rank(sv: str) -> str:
+def _text_rank(sv: str, words: int) -> str:
     """The text rank of the tsvector `sv`: with SEARCH_TEXT_IDF the summed weights (the CTE w)
-    of the query's words it holds, ts_rank_cd breaking the ties; else ts_rank_cd alone."""
+    of the query's `words` words it holds, ts_rank (how often they occur) breaking the ties;
+    else ts_rank_cd alone. One term per word, read from w's arrays, rather than a subquery per
+    row: a text list ranks hundreds of rows. ts_rank, not ts_rank_cd, breaks the ties: it costs
+    a fifth as much per row and ranked the labelled sets alike (docs/quality.md)."""
     if settings.SEARCH_TEXT_IDF:
-        return (f"((SELECT coalesce(sum(w.idf), 0) FROM w WHERE {sv} @@ w.lq) "
-                f"+ 0.001 * ts_rank_cd({sv}, q.tsq, %(norm)s::int))")
+        terms = "".join(f"CASE WHEN {sv} @@ w.lq[{i}] THEN w.idf[{i}] ELSE 0 END + "
+                        for i in range(1, words + 1))
+        return f"({terms}0.001 * ts_rank({sv}, q.tsq, %(norm)s::int))"
     return f"ts_rank_cd({sv}, q.tsq, %(norm)s::int)"
 
 
@@ -433,13 +445,13 @@ coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
 
 
 def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
-           recent: bool, text_rows: bool = True) -> list[str]:
+           recent: bool, text_rows: bool = True, words: int = 0) -> list[str]:
     """The candidate lists of one table as SELECTs of (list, kind, id, conversation, range,
     created_at in epoch seconds, distance, text rank, open-loop match), each answered by an
     index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
     newest conversations only), "all" (and the units with every word in the others) or None.
     With `text_rows`, the messages' text list matches the newest conversations' rows one by
-    one (the CTE mt); without, it takes the GIN index."""
+    one (the CTE mm); without, it takes the GIN index. `words`: the query's words (lexemes)."""
     # A chunk list reads the scope's chunks (the CTE cs: scoped already), but an HNSW scan
     # reads the table (table_scope).
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
@@ -452,11 +464,13 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         return _COLUMNS[kind].format(a=alias)
 
     def head(name: str) -> str:
-        # The vector list carries the cosine distance it ranked by; the others no distance.
+        # The vector list carries the cosine distance it ranked by, the text lists the text
+        # rank (x.ts); the others no distance, and their text rank is computed here.
         distance = "x.d" if name == "vector" else "NULL::float8"
+        rank = "x.ts" if name.startswith("text") else _text_rank("x.sv", words)
         return (f"SELECT '{name}' AS list, '{kind}' AS kind, x.id::text, x.conversation_id, "
                 f"x.rs, x.re, extract(epoch FROM x.created_at)::float8, {distance} AS distance, "
-                f"{_RANKS.format(rank=_text_rank('x.sv'))} FROM ")
+                f"{_RANKS.format(rank=rank)} FROM ")
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
@@ -469,7 +483,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             head("vector") +
             f"(WITH s AS MATERIALIZED (SELECT m.id, m.embedding <=> q.v AS d, {cols('m')} "
             f"FROM {source} m, q WHERE {embedded}) "
-            "SELECT * FROM s ORDER BY d, id LIMIT %(n)s) AS x, q"
+            "SELECT * FROM s ORDER BY d, id LIMIT %(n)s) AS x, q, w"
         )
     elif vector == "bits":
         # The Hamming distance of every unit in scope to the query's sign bits (for messages an
@@ -482,7 +496,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             f"{source} m, q WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id "
             f"LIMIT %(r)s) AS b "
             f"CROSS JOIN LATERAL (SELECT * FROM {table} e WHERE e.id = b.id) AS e, q "
-            "ORDER BY d, b.id LIMIT %(n)s) AS x, q"
+            "ORDER BY d, b.id LIMIT %(n)s) AS x, q, w"
         )
     elif vector == "hnsw":
         # The HNSW index of the sign bits with an iterative scan: it reads on until it has
@@ -494,7 +508,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             f"WHERE {table_scope} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
             "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
-            "AS x, q"
+            "AS x, q, w"
         )
     if text:
         # Bounded whatever the history: the units that share a word with the query are ranked
@@ -503,18 +517,19 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
         # the scope is larger), found by the GIN index.
         # A chunk list reads the scope's rows already read (cs), so one list ranks both.
         # Each list ranks the newest SEARCH_TEXT_MAX_MATCHES units that match, at most: in a
-        # long history a common word (or a name) matches thousands, and ts_rank_cd of each
+        # long history a common word (or a name) matches thousands, and the text rank of each
         # is most of a text list's cost.
 
         def ranked(match: str, rows: str = source) -> str:
-            return (f"(SELECT m.id, {cols('m')} FROM (SELECT m.* FROM {rows} m, q "
+            return (f"(SELECT m.id, {cols('m')}, {_text_rank('m.search_vector', words)} AS ts "
+                    f"FROM (SELECT m.* FROM {rows} m, q "
                     f"WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT %(max_matches)s) "
-                    f"AS m, q ORDER BY {_text_rank('m.search_vector')} DESC, "
-                    "m.created_at DESC, m.id LIMIT %(n)s) AS x, q")
+                    "AS m, q, w ORDER BY ts DESC, m.created_at DESC, m.id LIMIT %(n)s) AS x, q, w")
 
         if kind == "message":
-            rows, where = ("mt", "TRUE") if text_rows else (table, _MESSAGE_TEXT_SCOPE)
-            lists.append(head("text") + ranked(f"{where} AND m.search_vector @@ q.tsq", rows))
+            # The CTE mm holds the matches already.
+            match = "TRUE" if text_rows else f"{_MESSAGE_TEXT_SCOPE} AND m.search_vector @@ q.tsq"
+            lists.append(head("text") + ranked(match, "mm" if text_rows else table))
         else:
             match = "m.conversation_id = ANY(%(text_conv)s::uuid[]) AND m.search_vector @@ q.tsq"
             if text == "all":
@@ -527,7 +542,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             head("loop") +
             f"(SELECT m.id, {cols('m')} FROM {source} m, q WHERE {scope} "
             "AND m.search_vector @@ q.loop_tsq ORDER BY m.created_at DESC, m.id "
-            "LIMIT %(n)s) AS x, q"
+            "LIMIT %(n)s) AS x, q, w"
         )
     if recent and kind == "message":
         # The newest messages of the newest conversations, each read backwards from its end.
@@ -537,13 +552,13 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             f"CROSS JOIN LATERAL (SELECT m.id, {cols('m')} FROM {source} m "
             "WHERE m.conversation_id = nc.id AND m.role IN ('user', 'assistant') "
             "ORDER BY m.sequence DESC LIMIT %(n_recent)s) AS y "
-            "ORDER BY y.created_at DESC, y.id LIMIT %(n_recent)s) AS x, q"
+            "ORDER BY y.created_at DESC, y.id LIMIT %(n_recent)s) AS x, q, w"
         )
     elif recent:
         lists.append(
             head("recent") +
             f"(SELECT m.id, {cols('m')} FROM {source} m WHERE {scope} "
-            "ORDER BY m.created_at DESC, m.id LIMIT %(n_recent)s) AS x, q"
+            "ORDER BY m.created_at DESC, m.id LIMIT %(n_recent)s) AS x, q, w"
         )
     return lists
 
@@ -552,11 +567,11 @@ def _candidates_sql(selects: list[str], *, text_rows: bool = True) -> str:
     """One statement: the query and the scope's chunks (a CTE no list reads is not run), then
     every list with the columns that rank its rows."""
     lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
-    idf = ""
+    idf = _NO_IDF_CTE
     if settings.SEARCH_TEXT_IDF:
-        rows, where = ("mt", "TRUE") if text_rows else ("{messages}", _MESSAGE_TEXT_SCOPE)
-        idf = ",\n" + _IDF_CTE.replace("{df_rows}", rows).replace("{df_where}", where)
-    return (f"WITH {_QUERY_CTE},\n{_CHUNK_CTE},\n{_MESSAGE_TEXT_CTE}{idf}\n{lists}"
+        rows, where = ("mm", "TRUE") if text_rows else ("{messages}", _MESSAGE_TEXT_SCOPE)
+        idf = _IDF_CTE.replace("{df_rows}", rows).replace("{df_where}", where)
+    return (f"WITH {_QUERY_CTE},\n{_CHUNK_CTE},\n{_MESSAGE_TEXT_CTE},\n{idf}\n{lists}"
             .format(**_tables()))
 
 
@@ -659,7 +674,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
         if present[kind]:
             selects += _lists(kind, vector=scans[kind] if vector and embedded[kind] else None,
                               text=text, loops=bool(params["loop_tsq"]), recent=True,
-                              text_rows=text_rows)
+                              text_rows=text_rows, words=len(params["lexemes"]))
     kinds = {kind for kind in present if present[kind]}
     if not selects:
         return {}, "none"
@@ -689,7 +704,8 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
         logger.info("iterative scan found %d of %d %s candidates; exact Hamming scan", found,
                     min(n, embedded[kind]), kind)
         sql = _candidates_sql(_lists(kind, vector="bits", text=None, loops=False,
-                                     recent=False), text_rows=text_rows)
+                                     recent=False, words=len(params["lexemes"])),
+                              text_rows=text_rows)
         _add_rows(units, _run(sql, params, hnsw=False, r=r))
         completed = True
     return units, "hnsw+bits" if completed else "hnsw"
