@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from functools import cache
 from uuid import UUID
 
+import numpy
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -114,7 +115,12 @@ def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
 
 
 def _vector_literal(vector: list[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
+    """The vector as pgvector reads it. Its components are rounded to float4 here, as pgvector
+    stores them, and written with the nine digits that identify a float4 exactly: the same
+    vector as the full float8 digits give, in half the text and half the time."""
+    components = numpy.asarray(vector, numpy.float32).tolist()
+    # %-formatting: twice as fast as format() or an f-string here (1,024 components a query).
+    return "[" + ",".join(["%.9g" % v for v in components]) + "]"  # noqa: UP031
 
 
 def _tsquery_literal(lexeme: str) -> str:
@@ -280,14 +286,9 @@ class Scope:
 # and messages are never deleted one by one) minus its messages that are not units, read from
 # the small partial index ix_message_non_units; of them, those without a vector of the current
 # model are read from ix_message_units as two ranges around the current model's key (after
-# the embedding job, none or a few). Chunks are a twentieth of the units and are counted.
+# the embedding job, none or a few). Chunks are a twentieth of the units and are counted, each
+# conversation's by the conversation index.
 _SCOPE_SQL = """
-WITH c AS MATERIALIZED (
-  SELECT c.conversation_id, count(*) AS chunks,
-         count(*) FILTER (WHERE c.embedding_model = %(model)s
-                          AND c.embedding IS NOT NULL) AS chunks_embedded
-  FROM {chunks} c WHERE c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s
-  GROUP BY c.conversation_id)
 SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS excluded,
        v.message_count - (SELECT count(*) FROM {messages} m
         WHERE m.conversation_id = v.id AND NOT (m.role IN ('user', 'assistant'))) AS units,
@@ -298,7 +299,11 @@ SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS 
        (SELECT reltuples FROM pg_class WHERE oid = '{messages}'::regclass) AS message_rows,
        (SELECT reltuples FROM pg_class WHERE oid = '{chunks}'::regclass) AS chunk_rows
 FROM {conversations} v
-LEFT JOIN c ON c.conversation_id = v.id
+CROSS JOIN LATERAL (
+  SELECT count(*) AS chunks,
+         count(*) FILTER (WHERE c.embedding_model = %(model)s
+                          AND c.embedding IS NOT NULL) AS chunks_embedded
+  FROM {chunks} c WHERE c.conversation_id = v.id) AS c
 WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
 ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 """

@@ -383,7 +383,7 @@ SEARCH_CANDIDATES = env_int("SEARCH_CANDIDATES", 50)
 # distance (a scope of no more embedded units is ranked by cosine alone); the bits of scopes up
 # to SEARCH_EXACT_SCAN_MAX_UNITS units are all compared, larger ones use the bits' HNSW index
 # with pgvector 0.8's iterative scan.
-SEARCH_RERANK_CANDIDATES = env_int("SEARCH_RERANK_CANDIDATES", 100)
+SEARCH_RERANK_CANDIDATES = env_int("SEARCH_RERANK_CANDIDATES", 50)
 SEARCH_EXACT_SCAN_MAX_UNITS = env_int("SEARCH_EXACT_SCAN_MAX_UNITS", 2000)
 # The text list ranks the units sharing a word with the query in the newest conversations that
 # hold this many units; in older ones only the units holding every word of the query.
