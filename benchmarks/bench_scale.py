@@ -449,44 +449,52 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), p95
 
 
-def measure(scope: dict, *, repeats: int, budget_seconds: float,
-            seed: int = 11) -> dict[str, tuple[float, float]]:
-    """p50 and p95 per endpoint over `repeats` rounds, or fewer (at least 5) when the rounds
-    take longer than `budget_seconds` (code whose cost grows with the scope)."""
+def measure(scopes: list[dict], *, repeats: int, budget_seconds: float,
+            seed: int = 11) -> list[dict[str, tuple[float, float]]]:
+    """p50 and p95 per endpoint and scope over `repeats` rounds, or fewer (at least 5) when the
+    rounds take longer than `budget_seconds` per scope (code whose cost grows with the scope).
+    Each round requests every scope's three endpoints, scopes and endpoints in a shuffled
+    order, so that a slow minute of a shared machine weighs on every scope alike and the
+    ratios between scopes are measured side by side."""
     from django.test import override_settings
     from rest_framework.test import APIClient
 
     rng = random.Random(seed)
-    timings: dict[str, list[float]] = {"bare GET": [], "search": [], "context": []}
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {scope['token']}")
+    names = ("bare GET", "search", "context")
+    timings: list[dict[str, list[float]]] = [{name: [] for name in names} for _ in scopes]
+    clients = []
+    for scope in scopes:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {scope['token']}")
+        clients.append(client)
     started = time.perf_counter()
     with override_settings(ROOT_URLCONF=__name__):
         for round_number in range(WARMUP_ROUNDS + repeats):
-            if (time.perf_counter() - started > budget_seconds
-                    and len(timings["search"]) >= 5):
+            if (time.perf_counter() - started > budget_seconds * len(scopes)
+                    and len(timings[0]["search"]) >= 5):
                 break
-            requests = {
-                "bare GET": ("/bench/bare", {}),
-                "search": (f"/api/ai/legacies/{scope['legacy'].pk}/search",
-                           {"q": f"{rng.choice(THINGS)} at {rng.choice(PLACES)}", "k": 3}),
-                "context": (f"/api/ai/conversations/{scope['conversation'].pk}/context",
-                            {"query": f"Tell me about {rng.choice(NAMES)} and "
-                                      f"{rng.choice(THINGS)}"}),
-            }
-            order = list(requests.items())
-            rng.shuffle(order)  # no endpoint always pays for being first
-            for name, (url, params) in order:
+            order = []
+            for index, scope in enumerate(scopes):
+                order += [
+                    (index, "bare GET", "/bench/bare", {}),
+                    (index, "search", f"/api/ai/legacies/{scope['legacy'].pk}/search",
+                     {"q": f"{rng.choice(THINGS)} at {rng.choice(PLACES)}", "k": 3}),
+                    (index, "context",
+                     f"/api/ai/conversations/{scope['conversation'].pk}/context",
+                     {"query": f"Tell me about {rng.choice(NAMES)} and {rng.choice(THINGS)}"}),
+                ]
+            rng.shuffle(order)  # no scope or endpoint always pays for being first
+            for index, name, url, params in order:
                 start = time.perf_counter()
-                response = client.get(url, params)
+                response = clients[index].get(url, params)
                 elapsed = (time.perf_counter() - start) * 1000
                 if response.status_code != 200:
                     raise RuntimeError(f"{name} answered {response.status_code}: "
                                        f"{response.content[:300]!r}")
                 if round_number >= WARMUP_ROUNDS:
-                    timings[name].append(elapsed)
-    return {**{name: _percentiles(samples) for name, samples in timings.items()},
-            "rounds": len(timings["search"])}
+                    timings[index][name].append(elapsed)
+    return [{**{name: _percentiles(samples) for name, samples in scope_timings.items()},
+             "rounds": len(scope_timings["search"])} for scope_timings in timings]
 
 
 # --- Ingest ----------------------------------------------------------------------------------
@@ -633,7 +641,8 @@ def report(*, scopes: list[dict], results: list[dict], ingest_rates: dict | None
         f"chunks in table: {table_chunks:,}; units are "
         + ("messages (both roles, embedded) and chunks" if message_units()
            else "chunks and unarchived user messages")
-        + f"; up to {repeats} rounds per scope after {WARMUP_ROUNDS} warm-up rounds; "
+        + f"; up to {repeats} rounds after {WARMUP_ROUNDS} warm-up rounds, each requesting "
+        "every scope (side by side, in a shuffled order); "
         f"filled in {sum(fill_timings.values()):.0f} s ("
         + ", ".join(f"{k} {v:.0f} s" for k, v in fill_timings.items()) + ")"
         + (f"; not built after the load (--skip-index): {', '.join(sorted(skipped_indexes))}"
@@ -728,12 +737,11 @@ def run(*, scopes: list[int], table_chunks: int, repeats: int, ingest_messages: 
                                         skip_indexes=skip_indexes)
         if keep:
             _save_fill(keep, scope_rows, fill_timings, skip_indexes)
-    say("measuring search and context …")
-    results = []
-    for scope in scope_rows:
-        results.append(measure(scope, repeats=repeats, budget_seconds=budget_seconds))
-        say(f"  {scope['units']:,} units, {results[-1]['rounds']} rounds: " + ", ".join(
-            f"{name} p50 {results[-1][name][0]:.1f} ms p95 {results[-1][name][1]:.1f} ms"
+    say("measuring search and context, every scope in each round …")
+    results = measure(scope_rows, repeats=repeats, budget_seconds=budget_seconds)
+    for scope, result in zip(scope_rows, results, strict=True):
+        say(f"  {scope['units']:,} units, {result['rounds']} rounds: " + ", ".join(
+            f"{name} p50 {result[name][0]:.1f} ms p95 {result[name][1]:.1f} ms"
             for name in ("bare GET", "search", "context")))
     rates = None
     if ingest_messages:
