@@ -58,6 +58,7 @@ VARIANTS: dict[str, dict] = {
     "text-matches-100": {"SEARCH_TEXT_MAX_MATCHES": 100},
     "text-matches-200": {"SEARCH_TEXT_MAX_MATCHES": 200},
     "candidates-20": {"SEARCH_CANDIDATES": 20},
+    "candidates-30": {"SEARCH_CANDIDATES": 30},
     "recency-0": {"SEARCH_RECENCY_WEIGHT": 0.0},
     "recency-0.008": {"SEARCH_RECENCY_WEIGHT": 0.008},
     "rrf-10": {"SEARCH_RRF_K": 10},

