@@ -825,3 +825,33 @@ def test_archived_chunks_get_the_model_key(family, django_capture_on_commit_call
     assert set(ConversationChunk.objects.filter(conversation=conversation)
                .values_list("embedding_model", flat=True)) == {model_key()}
     assert summarization.archive_range_due(conversation=conversation, final=True) is None
+
+
+def test_the_search_statements_are_prepared_after_a_few_runs_with_the_same_hits(family):
+    """The search's statements run on a server-binding cursor (memory_site.core.sql
+    .prepared_cursor): from the prepare_threshold-th run on the connection psycopg prepares
+    them, and PostgreSQL parses them once. The hits are the same before and after."""
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", f"Rose's garden, day {i}.") for i in range(6)]
+                    + [("assistant", "The tulips by the gate were hers.")])
+    conversation_embed_messages(conversation_id=conversation.pk)
+
+    def run() -> list[tuple]:
+        result = search_conversations(user=family.owner, legacy=family.legacy,
+                                      query="tulips in the garden", k=2)
+        return [(h.id, h.content, h.score) for h in result.hits]
+
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [row[0] for row in cursor.fetchall()]
+
+    threshold = connection.connection.prepare_threshold
+    assert threshold is not None  # DB_PREPARE_THRESHOLD's default
+    first = run()
+    assert len(first) == 2
+    assert not any("UNION ALL" in statement for statement in prepared())
+    for _ in range(threshold):
+        assert run() == first
+    assert any("UNION ALL" in statement for statement in prepared())  # the candidates
+    assert run() == first
