@@ -442,8 +442,9 @@ def _text_rank(sv: str, words: int) -> str:
     """The text rank of the tsvector `sv`: with SEARCH_TEXT_IDF the summed weights (the CTE w)
     of the query's `words` words it holds, ts_rank (how often they occur) breaking the ties;
     else ts_rank_cd alone. One term per word (_rank_terms), read from w's arrays, rather than a
-    subquery per row: a text list ranks hundreds of rows. ts_rank, not ts_rank_cd, breaks the ties: it costs
-    a fifth as much per row and ranked the labelled sets alike (docs/quality.md)."""
+    subquery per row: a text list ranks hundreds of rows. ts_rank, not ts_rank_cd, breaks the
+    ties: it costs a fifth as much per row and ranked the labelled sets alike
+    (docs/quality.md)."""
     if settings.SEARCH_TEXT_IDF:
         terms = "".join(f"CASE WHEN {sv} @@ w.lq[{i}] THEN w.idf[{i}] ELSE 0 END + "
                         for i in range(1, _rank_terms(words) + 1))

@@ -67,11 +67,13 @@ def embedded_database_config(data_dir: Path) -> dict:
 
 
 def database_config(*, database_url: str, data_dir: Path, conn_max_age: int,
-                    prepare_threshold: int | None = 5) -> dict:
-    """`prepare_threshold`: psycopg prepares a statement of a server-binding cursor
-    (memory_site.core.sql.prepared_cursor) from its prepare_threshold-th run on a connection;
-    None prepares none (a pooler in transaction mode without prepared-statement support).
-    Django's own cursors bind in the client and are never prepared."""
+                    prepared_statements: bool = True) -> dict:
+    """With `prepared_statements`, the statements of memory_site.core.sql.prepared_cursor are
+    prepared on the server at their first run on a connection (psycopg's prepare_threshold; off
+    for a pooler in transaction mode that cannot keep them). Django's own cursors bind in the
+    client and are never prepared. A prepared statement is planned for each run's values
+    (plan_cache_mode, set by memory_site.apps on each new connection): a generic plan would
+    serve a scope of 10,000 units with the plan of one of 100."""
     if database_url:
         config = dj_database_url.parse(database_url, conn_max_age=conn_max_age)
         if config["ENGINE"] != "django.db.backends.postgresql":
@@ -79,7 +81,7 @@ def database_config(*, database_url: str, data_dir: Path, conn_max_age: int,
     else:
         config = embedded_database_config(data_dir)
         config["CONN_MAX_AGE"] = conn_max_age
-    config.setdefault("OPTIONS", {})["prepare_threshold"] = prepare_threshold
+    config.setdefault("OPTIONS", {})["prepare_threshold"] = 5 if prepared_statements else None
     return config
 
 

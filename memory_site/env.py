@@ -17,20 +17,6 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"Environment variable {name} must be an integer, got {raw!r}") from exc
 
 
-def env_int_or_off(name: str, default: int | None) -> int | None:
-    """An integer, or None for "off"."""
-    raw = os.environ.get(name)
-    if raw is not None and raw.strip().lower() == "off":
-        return None
-    if default is None and (raw is None or raw.strip() == ""):
-        return None
-    try:
-        return env_int(name, 0 if default is None else default)
-    except ValueError as exc:
-        raise ValueError(
-            f"Environment variable {name} must be an integer or off, got {raw!r}") from exc
-
-
 def env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

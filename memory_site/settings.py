@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_site.database import database_config
-from memory_site.env import env_bool, env_float, env_int, env_int_or_off, env_list, env_str
+from memory_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -108,8 +108,8 @@ DATABASES = {
         database_url=env_str("DATABASE_URL", ""),
         data_dir=MEMORY_DATA_DIR,
         conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
-        # Runs of a statement before psycopg prepares it ("off": never; see database_config).
-        prepare_threshold=env_int_or_off("DB_PREPARE_THRESHOLD", 5),
+        # The search's statements prepared on the server (off: never; see database_config).
+        prepared_statements=env_bool("DB_PREPARED_STATEMENTS", True),
     )
 }
 # Another database on the same server, e.g. the end-to-end test's worker joining the test database.
@@ -371,10 +371,11 @@ SEARCH_WINDOW_AFTER = env_int("SEARCH_WINDOW_AFTER", 1)
 SEARCH_NEIGHBOUR_MAX_TOKENS = env_int("SEARCH_NEIGHBOUR_MAX_TOKENS", 150)
 # A chunk's share of the fused rank, relative to a message's 1.0.
 SEARCH_CHUNK_WEIGHT = env_float("SEARCH_CHUNK_WEIGHT", 1.0)
-# ts_rank_cd's normalisation flags (PostgreSQL docs, 12.3.3): 0 none, 1 log length, 2 length…
+# The text rank's normalisation flags (ts_rank's tie-break, or ts_rank_cd with SEARCH_TEXT_IDF
+# off; PostgreSQL docs, 12.3.3): 0 none, 1 log length, 2 length…
 SEARCH_TEXT_RANK_NORMALIZATION = env_int("SEARCH_TEXT_RANK_NORMALIZATION", 0)
 # The text rank: the query words a unit holds, each weighted by its inverse document frequency in
-# the newest conversations (ts_rank_cd breaking ties); off: ts_rank_cd alone (docs/quality.md).
+# the newest conversations (ts_rank breaking ties); off: ts_rank_cd alone (docs/quality.md).
 SEARCH_TEXT_IDF = env_bool("SEARCH_TEXT_IDF", True)
 # Add the legacy's other names to a query that names them by one of them.
 SEARCH_EXPAND_NAMES = env_bool("SEARCH_EXPAND_NAMES", False)

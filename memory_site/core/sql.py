@@ -3,6 +3,7 @@
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -23,30 +24,58 @@ def quoted_table(model: Any) -> str:
 @contextmanager
 def prepared_cursor() -> Iterator[CursorWrapper]:
     """A cursor of the default connection that binds its parameters on the server (Django's
-    cursors bind them in the client: the values are written into the SQL). psycopg then
-    prepares a statement run again on the connection (from its prepare_threshold-th run, 5),
-    and PostgreSQL parses it once per connection instead of at every run: 1.5 ms for the
-    search's candidate statement. For the project's large hand-written statements, each run
-    with the same SQL text and other values; one statement per execute. Django's wrapper
-    (query logging, execute_wrapper) is kept."""
-    from django.db.backends.postgresql.base import (
-        TIMESTAMPTZ_OID,
-        Format,
-        ServerBindingCursor,
-        register_tzloader,
-    )
-
+    cursors write the values into the SQL) and has psycopg prepare each statement at its first
+    run on the connection: PostgreSQL then parses it once per connection instead of at every
+    run (1.5 ms for the search's candidate statement), and plans it for the values of each run
+    (the connection's plan_cache_mode, memory_site.database). For the project's large
+    hand-written statements, each run with the same SQL text and other values; one statement
+    per execute. Nothing is prepared with DB_PREPARED_STATEMENTS off (psycopg's
+    prepare_threshold None). Django's wrapper (query logging, execute_wrapper) is kept."""
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
     with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
+        raw = _preparing_cursor_class()(connection.connection)
     # As Django's own cursors: timestamps read in the connection's time zone.
+    from django.db.backends.postgresql.base import TIMESTAMPTZ_OID, Format, register_tzloader
+
     if connection.connection.adapters.get_loader(
             TIMESTAMPTZ_OID, Format.TEXT).timezone != connection.timezone:
         register_tzloader(connection.timezone, raw)
-    cursor = (connection.make_debug_cursor(raw) if connection.queries_logged
+    cursor = (_debug_wrapper_class()(raw, connection) if connection.queries_logged
               else connection.make_cursor(raw))
     try:
         yield cursor
     finally:
         cursor.close()
+
+
+@cache
+def _preparing_cursor_class() -> type:
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class PreparingCursor(ServerBindingCursor):
+        """Prepares at the first run, not after psycopg's prepare_threshold runs: the
+        connection counts every statement run, Django's too (each with its values written in,
+        so each a new text), in an LRU of prepared_max (100) entries, and a statement run once
+        per request would rarely reach the threshold."""
+
+        def execute(self, query, params=None, *, prepare=None, binary=None):  # noqa: ANN001, ANN202
+            return super().execute(query, params, prepare=True, binary=binary)
+
+    return PreparingCursor
+
+
+@cache
+def _debug_wrapper_class() -> type:
+    from django.db.backends.postgresql.base import CursorDebugWrapper
+
+    class PreparedDebugWrapper(CursorDebugWrapper):
+        """Logs a statement as written, with its parameters beside it: a prepared run sends no
+        text with the values in (Django's last_executed_query would log None)."""
+
+        def execute(self, sql, params=None):  # noqa: ANN001, ANN202
+            with self.debug_sql(sql, params):
+                return CursorWrapper.execute(self, sql, params)
+
+    return PreparedDebugWrapper

@@ -13,7 +13,6 @@ ROOT = Path(__file__).resolve().parents[2]
 READERS = {
     "env_str": env.env_str,
     "env_int": env.env_int,
-    "env_int_or_off": env.env_int_or_off,
     "env_float": env.env_float,
     "env_bool": env.env_bool,
     "env_list": env.env_list,

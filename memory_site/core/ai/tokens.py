@@ -22,7 +22,7 @@ def encoding() -> tiktoken.Encoding:
 
 # The texts of a context packet are mostly those of the packet before (the persona, the facts,
 # the replayed messages): their counts are kept, for texts of at most this many characters
-# (at most about 4 MB of keys).
+# (at most about 4 million characters of keys).
 _CACHED_TEXT_CHARS = 4000
 
 
