@@ -33,6 +33,7 @@ VARIANTS: dict[str, dict] = {
     "baseline": {},
     "chunks-only (before issue 11)": {"SEARCH_INCLUDE_MESSAGES": False},
     "window-0-0": {"SEARCH_WINDOW_BEFORE": 0, "SEARCH_WINDOW_AFTER": 0},
+    "window-0-1": {"SEARCH_WINDOW_BEFORE": 0, "SEARCH_WINDOW_AFTER": 1},  # before round 3
     "window-1-1": {"SEARCH_WINDOW_BEFORE": 1, "SEARCH_WINDOW_AFTER": 1},
     "window-2-2": {"SEARCH_WINDOW_BEFORE": 2, "SEARCH_WINDOW_AFTER": 2},
     "chunk-weight-0.5": {"SEARCH_CHUNK_WEIGHT": 0.5},

@@ -365,8 +365,8 @@ SEARCH_INCLUDE_MESSAGES = env_bool("SEARCH_INCLUDE_MESSAGES", True)
 SEARCH_TEXT_CONFIG = env_str("SEARCH_TEXT_CONFIG", "english")
 # A message hit shows this many messages before and after it (both roles); neighbours are cut
 # to SEARCH_NEIGHBOUR_MAX_TOKENS. Hits whose ranges overlap in one conversation are merged.
-# 0/1 won on tests/data/retrieval_dev.json (docs/quality.md#retrieval).
-SEARCH_WINDOW_BEFORE = env_int("SEARCH_WINDOW_BEFORE", 0)
+# 1/1 won on the long dev set (docs/quality.md, "Long conversations", round 3); 0/1 before.
+SEARCH_WINDOW_BEFORE = env_int("SEARCH_WINDOW_BEFORE", 1)
 SEARCH_WINDOW_AFTER = env_int("SEARCH_WINDOW_AFTER", 1)
 SEARCH_NEIGHBOUR_MAX_TOKENS = env_int("SEARCH_NEIGHBOUR_MAX_TOKENS", 150)
 # A chunk's share of the fused rank, relative to a message's 1.0.
