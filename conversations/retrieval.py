@@ -649,8 +649,8 @@ _HNSW_SETTINGS = (
 
 
 def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tuple]:
-    """The rows of the candidate statement, prepared on the server once it has run a few times
-    on the connection (memory_site.core.sql.prepared_cursor: its parsing is 1.5 ms)."""
+    """The rows of the candidate statement, prepared on the server at its first run on the
+    connection (memory_site.core.sql.prepared_cursor: its parsing is 1.5 ms)."""
     with transaction.atomic() if hnsw else nullcontext(), prepared_cursor() as cursor:
         if hnsw:
             cursor.execute(_HNSW_SETTINGS, {

@@ -13,8 +13,6 @@ def plan_for_each_run(sender: Any, connection: Any, **kwargs: Any) -> None:
     without the values (the scope's conversations, the list lengths), and serve a scope of
     10,000 units with the plan of one of 100. Set once per new connection, when statements
     are prepared (DB_PREPARED_STATEMENTS)."""
-    if connection.vendor != "postgresql":
-        return
     if connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is None:
         return
     with connection.cursor() as cursor:

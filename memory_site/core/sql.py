@@ -3,10 +3,16 @@
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import Any
 
 from django.db import connection
+from django.db.backends.postgresql.base import (
+    TIMESTAMPTZ_OID,
+    CursorDebugWrapper,
+    Format,
+    ServerBindingCursor,
+    register_tzloader,
+)
 from django.db.backends.utils import CursorWrapper
 
 
@@ -19,6 +25,25 @@ def json_column(value: Any) -> Any:
 def quoted_table(model: Any) -> str:
     """The model's table name, quoted for the project's plain SQL."""
     return connection.ops.quote_name(model._meta.db_table)
+
+
+class _PreparingCursor(ServerBindingCursor):
+    """Prepares at the first run, not after psycopg's prepare_threshold runs: the connection
+    counts every statement run, Django's too (each with its values written in, so each a new
+    text), in an LRU of prepared_max (100) entries, and a statement run once per request would
+    rarely reach the threshold. Nothing is prepared when prepare_threshold is None."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):  # noqa: ANN001, ANN202
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+class _PreparedDebugWrapper(CursorDebugWrapper):
+    """Logs a statement as written, with its parameters beside it: a prepared run sends no
+    text with the values in (Django's last_executed_query would log None)."""
+
+    def execute(self, sql, params=None):  # noqa: ANN001, ANN202
+        with self.debug_sql(sql, params):
+            return CursorWrapper.execute(self, sql, params)
 
 
 @contextmanager
@@ -35,47 +60,14 @@ def prepared_cursor() -> Iterator[CursorWrapper]:
     connection.ensure_connection()
     connection.validate_thread_sharing()
     with connection.wrap_database_errors:
-        raw = _preparing_cursor_class()(connection.connection)
+        raw = _PreparingCursor(connection.connection)
     # As Django's own cursors: timestamps read in the connection's time zone.
-    from django.db.backends.postgresql.base import TIMESTAMPTZ_OID, Format, register_tzloader
-
     if connection.connection.adapters.get_loader(
             TIMESTAMPTZ_OID, Format.TEXT).timezone != connection.timezone:
         register_tzloader(connection.timezone, raw)
-    cursor = (_debug_wrapper_class()(raw, connection) if connection.queries_logged
+    cursor = (_PreparedDebugWrapper(raw, connection) if connection.queries_logged
               else connection.make_cursor(raw))
     try:
         yield cursor
     finally:
         cursor.close()
-
-
-@cache
-def _preparing_cursor_class() -> type:
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    class PreparingCursor(ServerBindingCursor):
-        """Prepares at the first run, not after psycopg's prepare_threshold runs: the
-        connection counts every statement run, Django's too (each with its values written in,
-        so each a new text), in an LRU of prepared_max (100) entries, and a statement run once
-        per request would rarely reach the threshold."""
-
-        def execute(self, query, params=None, *, prepare=None, binary=None):  # noqa: ANN001, ANN202
-            return super().execute(query, params, prepare=True, binary=binary)
-
-    return PreparingCursor
-
-
-@cache
-def _debug_wrapper_class() -> type:
-    from django.db.backends.postgresql.base import CursorDebugWrapper
-
-    class PreparedDebugWrapper(CursorDebugWrapper):
-        """Logs a statement as written, with its parameters beside it: a prepared run sends no
-        text with the values in (Django's last_executed_query would log None)."""
-
-        def execute(self, sql, params=None):  # noqa: ANN001, ANN202
-            with self.debug_sql(sql, params):
-                return CursorWrapper.execute(self, sql, params)
-
-    return PreparedDebugWrapper

@@ -11,7 +11,7 @@ from django.db import connection
 
 from memory_site import embedded_upgrade
 from memory_site.checks import PGVECTOR_HINT, check_pgvector, pgvector_problem
-from memory_site.database import embedded_database_config, stop_embedded_server
+from memory_site.database import database_config, embedded_database_config, stop_embedded_server
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -126,3 +126,17 @@ def test_a_failed_copy_leaves_no_new_folder_and_names_the_command(data_dir, monk
     monkeypatch.setattr(embedded_upgrade, "_run", real_run)
     assert embedded_upgrade.main(["--data-dir", str(data_dir)]) == 0
     assert (data_dir / "pg18" / "PG_VERSION").read_text().strip() == "18"
+
+
+@pytest.mark.django_db
+def test_prepared_statements_are_on_unless_turned_off_for_a_pooler(tmp_path):
+    """DB_PREPARED_STATEMENTS reaches psycopg as prepare_threshold (None: nothing prepared),
+    for a DATABASE_URL server and the embedded one alike."""
+    url = "postgres://memory:secret@db.internal:5432/legacy_memory"
+    on = database_config(database_url=url, data_dir=tmp_path, conn_max_age=0)
+    off = database_config(database_url=url, data_dir=tmp_path, conn_max_age=0,
+                          prepared_statements=False)
+    assert on["OPTIONS"]["prepare_threshold"] is not None
+    assert off["OPTIONS"]["prepare_threshold"] is None
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold is not None  # the suite's own connection

@@ -26,19 +26,20 @@ def encoding() -> tiktoken.Encoding:
 _CACHED_TEXT_CHARS = 4000
 
 
-@lru_cache(maxsize=1024)
-def _cached_count(name: str, text: str) -> int:
+def _count(name: str, text: str) -> int:
     return len(_encoding(name).encode(text, disallowed_special=()))
+
+
+_cached_count = lru_cache(maxsize=1024)(_count)
 
 
 def count_tokens(text: str) -> int:
     if not text:
         return 0
-    if len(text) <= _CACHED_TEXT_CHARS:
-        from django.conf import settings
+    from django.conf import settings
 
-        return _cached_count(settings.TOKEN_ENCODING, text)
-    return len(encoding().encode(text, disallowed_special=()))
+    count = _cached_count if len(text) <= _CACHED_TEXT_CHARS else _count
+    return count(settings.TOKEN_ENCODING, text)
 
 
 def truncate_to_tokens(text: str, limit: int) -> str:
