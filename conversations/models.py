@@ -275,6 +275,10 @@ class ConversationChunk(models.Model):
         ordering = ["conversation", "message_range_start"]
         indexes = [
             models.Index(fields=["user", "legacy"], name="ix_conv_chunks_user_legacy"),
+            # The chunks with a vector, by conversation and model: a search counts its scope's
+            # embedded chunks from this index alone.
+            models.Index(fields=["conversation", "embedding_model"],
+                         condition=Q(embedding__isnull=False), name="ix_chunk_embedded"),
             GinIndex(fields=["search_vector"], name="ix_chunk_search_vector"),
             HnswIndex(
                 name="ix_conversation_chunks_embed",

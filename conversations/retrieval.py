@@ -288,23 +288,27 @@ class Scope:
 # the small partial index ix_message_non_units; of them, those without a vector of the current
 # model are read from ix_message_units as two ranges around the current model's key (after
 # the embedding job, none or a few). Chunks are a twentieth of the units and are counted, each
-# conversation's by the conversation index.
+# conversation's from indexes alone: all of them by the conversation index, those with a vector
+# of the current model by ix_chunk_embedded.
 _SCOPE_SQL = """
 SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS excluded,
        v.message_count - (SELECT count(*) FROM {messages} m
         WHERE m.conversation_id = v.id AND NOT (m.role IN ('user', 'assistant'))) AS units,
        (SELECT count(*) FROM {messages} m
         WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')
-          AND (m.embedding_model < %(model)s OR m.embedding_model > %(model)s)) AS other,
+          AND m.embedding_model < %(model)s)
+       + (SELECT count(*) FROM {messages} m
+          WHERE m.conversation_id = v.id AND m.role IN ('user', 'assistant')
+            AND m.embedding_model > %(model)s) AS other,
        c.chunks, c.chunks_embedded,
        (SELECT reltuples FROM pg_class WHERE oid = '{messages}'::regclass) AS message_rows,
        (SELECT reltuples FROM pg_class WHERE oid = '{chunks}'::regclass) AS chunk_rows
 FROM {conversations} v
 CROSS JOIN LATERAL (
-  SELECT count(*) AS chunks,
-         count(*) FILTER (WHERE c.embedding_model = %(model)s
-                          AND c.embedding IS NOT NULL) AS chunks_embedded
-  FROM {chunks} c WHERE c.conversation_id = v.id) AS c
+  SELECT (SELECT count(*) FROM {chunks} c WHERE c.conversation_id = v.id) AS chunks,
+         (SELECT count(*) FROM {chunks} c WHERE c.conversation_id = v.id
+            AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL) AS chunks_embedded
+  ) AS c
 WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
 ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 """

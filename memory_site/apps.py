@@ -1,5 +1,5 @@
-"""App config of the project package: registers its system checks, and plans each run of a
-prepared statement for its values."""
+"""App config of the project package: registers its system checks, and has each prepared
+statement planned once per connection."""
 
 from typing import Any
 
@@ -7,16 +7,24 @@ from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
 
-def plan_for_each_run(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """A statement prepared on the server (memory_site.core.sql.prepared_cursor) is planned for
-    the values of each run: after five runs PostgreSQL may otherwise keep a generic plan, made
-    without the values (the scope's conversations, the list lengths), and serve a scope of
-    10,000 units with the plan of one of 100. Set once per new connection, when statements
-    are prepared (DB_PREPARED_STATEMENTS)."""
+def plan_prepared_statements_once(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """A statement prepared on the server (memory_site.core.sql.prepared_cursor) is planned
+    once per connection, without its values (a generic plan), instead of at every run:
+    planning the project's hand-written statements cost more than running most of them (at
+    100 units, context_rows 1.5 ms of planning for 0.2 ms of execution, the search's candidate
+    statement 1.9 ms). Their plans do not hang on the values: the SQL fixes each access path
+    (the vector lists' exactness included: an exact list ranks inside a MATERIALIZED CTE, the
+    sign-bits list orders by a column of the CTE q, which no index can answer, and only the
+    HNSW list, a statement text of its own, reads the index), and the scope's size picks the
+    statement text, not the plan. Measured on one fill with both modes alternating, the same
+    hits at every scope, each faster (docs/benchmarks.md, sixth session). PostgreSQL's
+    default would plan the first five runs for their values, then keep whichever its
+    estimates favour. Set once per new connection, when statements are prepared
+    (DB_PREPARED_STATEMENTS)."""
     if connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is None:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SET plan_cache_mode = force_custom_plan")
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
 
 
 class MemorySiteConfig(AppConfig):
@@ -26,4 +34,5 @@ class MemorySiteConfig(AppConfig):
     def ready(self) -> None:
         from memory_site import checks  # noqa: F401 - registers the system checks
 
-        connection_created.connect(plan_for_each_run, dispatch_uid="memory_site.plan_for_each_run")
+        connection_created.connect(plan_prepared_statements_once,
+                                   dispatch_uid="memory_site.plan_prepared_statements_once")

@@ -71,9 +71,8 @@ def database_config(*, database_url: str, data_dir: Path, conn_max_age: int,
     """With `prepared_statements`, the statements of memory_site.core.sql.prepared_cursor are
     prepared on the server at their first run on a connection (psycopg's prepare_threshold; off
     for a pooler in transaction mode that cannot keep them). Django's own cursors bind in the
-    client and are never prepared. A prepared statement is planned for each run's values
-    (plan_cache_mode, set by memory_site.apps on each new connection): a generic plan would
-    serve a scope of 10,000 units with the plan of one of 100."""
+    client and are never prepared. A prepared statement is planned once per connection, without
+    its values (plan_cache_mode, set by memory_site.apps on each new connection)."""
     if database_url:
         config = dj_database_url.parse(database_url, conn_max_age=conn_max_age)
         if config["ENGINE"] != "django.db.backends.postgresql":

@@ -51,8 +51,8 @@ def prepared_cursor() -> Iterator[CursorWrapper]:
     """A cursor of the default connection that binds its parameters on the server (Django's
     cursors write the values into the SQL) and has psycopg prepare each statement at its first
     run on the connection: PostgreSQL then parses it once per connection instead of at every
-    run (1.5 ms for the search's candidate statement), and plans it for the values of each run
-    (the connection's plan_cache_mode, memory_site.apps). For the project's large
+    run (1.5 ms for the search's candidate statement), and plans it once (the connection's
+    plan_cache_mode, memory_site.apps: a generic plan). For the project's large
     hand-written statements, each run with the same SQL text and other values; one statement
     per execute. Nothing is prepared with DB_PREPARED_STATEMENTS off (psycopg's
     prepare_threshold None). Django's wrapper (query logging, execute_wrapper) is kept."""
