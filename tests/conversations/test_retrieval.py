@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -15,6 +15,7 @@ from conversations import tasks
 from conversations.embedding import embed_texts, model_key, text_parts
 from conversations.models import ConversationChunk, Message
 from conversations.retrieval import (
+    _HNSW_SETTINGS,
     NO_WORDS,
     _vector_scan,
     iterative_scans_supported,
@@ -95,8 +96,8 @@ def test_scoped_search_is_complete_with_far_more_foreign_neighbours_than_ef_sear
     mine = _my_chunks(family, query_vector)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_conversationchunk")
-        cursor.execute("SHOW hnsw.ef_search")
-        assert int(cursor.fetchone()[0]) == 40
+        cursor.execute("SHOW hnsw.ef_search")  # the session's (conversations.retrieval)
+        assert int(cursor.fetchone()[0]) < 300
 
     result = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
 
@@ -110,7 +111,8 @@ def test_scoped_search_is_complete_with_far_more_foreign_neighbours_than_ef_sear
 
 def test_where_the_naive_hnsw_path_loses_rows_the_search_still_returns_all(family):
     """Make the planner prefer the HNSW index (no btree to filter by, no sequential scans):
-    the naive ORM query then loses my rows behind 300 foreign neighbours; the search does not."""
+    the naive ORM query with pgvector's defaults (no iterative scan) then loses my rows behind
+    300 foreign neighbours; the search does not."""
     query_vector = get_embedder().embed([QUERY])[0]
     _crowd_with_foreign_neighbours(family, query_vector, foreign=300)
     mine = _my_chunks(family, query_vector)
@@ -124,6 +126,7 @@ def test_where_the_naive_hnsw_path_loses_rows_the_search_still_returns_all(famil
             # Rolled back with the test's transaction.
             cursor.execute(f'DROP INDEX "{name}"')
         cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
     naive = ConversationChunk.objects.filter(user=family.owner, legacy=family.legacy).order_by(
         CosineDistance("embedding", query_vector)
     )[:5]
@@ -224,6 +227,7 @@ def test_an_index_scan_that_stops_short_is_completed(family, settings):
         cursor.execute("ANALYZE conversations_message")
         # Leave the planner only the HNSW index to order by distance.
         cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
         cursor.execute("SET LOCAL enable_sort = off")
 
@@ -867,3 +871,50 @@ def test_the_search_statements_are_prepared_at_their_first_run_and_planned_once(
             Message.objects.filter(conversation=conversation, sequence=1000 * turn + i).exists()
         assert run() == first
     assert candidates_plans() == [(12, 0)]  # the same statement and plan at every run
+
+
+def test_the_hnsw_settings_are_the_sessions_and_a_search_of_another_r_sets_its_own(
+        family, settings):
+    """A new connection gets the HNSW settings of a search's first pass for its session
+    (conversations.retrieval.hnsw_session_settings), so that an HNSW list runs without a
+    statement and a transaction more; a search whose settings differ sets its own, local to
+    its transaction (here the test's)."""
+    _requires_iterative_scans()
+    session = ("SELECT current_setting('hnsw.iterative_scan'), "
+               "current_setting('hnsw.ef_search'), current_setting('hnsw.max_scan_tuples')")
+    expected = (settings.SEARCH_HNSW_ITERATIVE_SCAN,
+                str(max(settings.SEARCH_RERANK_CANDIDATES, settings.SEARCH_CANDIDATES)),
+                str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES))
+    fresh = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        with fresh.cursor() as cursor:
+            cursor.execute(session)
+            assert cursor.fetchone() == expected
+        assert fresh.hnsw_session == {"hnsw_iterative": expected[0], "hnsw_ef": expected[1],
+                                      "hnsw_max_tuples": expected[2]}
+    finally:
+        fresh.close()
+    statements: list[str] = []
+
+    def record(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0  # the HNSW path
+    query_vector = get_embedder().embed([QUERY])[0]
+    mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
+                          query_vector, 60, 0.05, 900)
+    with connection.execute_wrapper(record):
+        first = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+    assert first.vector_scan == "hnsw"
+    assert not [sql for sql in statements if "set_config" in sql]
+    statements.clear()
+    settings.SEARCH_RERANK_CANDIDATES = 55  # another ef_search than the session's
+    with connection.execute_wrapper(record):
+        second = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
+    assert second.vector_scan == "hnsw"
+    assert [sql for sql in statements if "set_config" in sql] == [
+        _HNSW_SETTINGS.format(local="true")]
+    assert {hit.id for hit in first.hits} <= {str(m.pk) for m in mine}
+    assert {hit.id for hit in second.hits} == {hit.id for hit in first.hits}
