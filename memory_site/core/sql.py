@@ -1,10 +1,11 @@
 """Helpers for the project's plain SQL (the reads that Django's ORM would make slower)."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.backends.postgresql.base import (
     TIMESTAMPTZ_OID,
@@ -14,6 +15,8 @@ from django.db.backends.postgresql.base import (
     register_tzloader,
 )
 from django.db.backends.utils import CursorWrapper
+from django.db.models import Model, QuerySet
+from django.db.models.query import get_related_populators
 
 
 def json_column(value: Any) -> Any:
@@ -71,3 +74,63 @@ def prepared_cursor() -> Iterator[CursorWrapper]:
         yield cursor
     finally:
         cursor.close()
+
+
+class PreparedRead:
+    """A read of model instances (select_related included) that Django's ORM writes once per
+    process and that runs as a statement prepared on the server (prepared_cursor): building
+    and compiling a queryset cost more than running it (a conversation with its legacy: 1.2 ms
+    of compiling, 0.4 ms of running). The queryset stays the one source of its rules.
+
+    `build(*args)` makes the queryset; `samples()` gives arguments whose values each appear as
+    a parameter of the compiled SQL and nowhere else (sentinels), so that each parameter of a
+    run is the argument at the same place. A queryset whose parameters are not all samples is
+    refused at its first run (ImproperlyConfigured)."""
+
+    def __init__(self, build: Callable[..., QuerySet], samples: Callable[[], tuple]) -> None:
+        self._build = build
+        self._samples = samples
+        self._compiled: tuple | None = None
+
+    def _compile(self) -> tuple:
+        samples = self._samples()
+        queryset = self._build(*samples)
+        compiler = queryset.query.get_compiler(using=queryset.db)
+        sql, params = compiler.as_sql()
+        keys = [_param_key(sample) for sample in samples]
+        try:
+            positions = [keys.index(_param_key(param)) for param in params]
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"PreparedRead: a parameter of {sql!r} is not one of the sample arguments"
+            ) from None
+        klass_info = compiler.klass_info
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        return (sql, positions, compiler, klass_info["model"],
+                [column[0].target.attname for column in compiler.select[start:end]], start, end)
+
+    def __call__(self, *args: Any) -> list[Model]:
+        if self._compiled is None:
+            self._compiled = self._compile()
+        sql, positions, compiler, model, attnames, start, end = self._compiled
+        with prepared_cursor() as cursor:
+            cursor.execute(sql, [_param_value(args[i]) for i in positions])
+            rows = cursor.fetchall()
+        alias = connection.alias
+        populators = get_related_populators(compiler.klass_info, compiler.select, alias)
+        objects = []
+        for row in compiler.results_iter([rows]):
+            obj = model.from_db(alias, attnames, row[start:end])
+            for populator in populators:
+                populator.populate(row, obj)
+            objects.append(obj)
+        return objects
+
+
+def _param_key(value: Any) -> Any:
+    return getattr(value, "pk", value)
+
+
+def _param_value(value: Any) -> Any:
+    """A model instance's parameter is its primary key, as the ORM writes it."""
+    return value.pk if isinstance(value, Model) else value

@@ -1,0 +1,77 @@
+"""memory_site.core.sql.PreparedRead: an ORM read compiled once per process and run as a
+statement prepared on the server, with the rows its queryset would give."""
+
+from uuid import UUID
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Conversation
+from conversations.selectors import conversation_for_user, conversations_for_user
+from facts.models import LegacyMembership
+from memory_site.core.errors import NotFound
+from memory_site.core.sql import PreparedRead
+from tests.factories import ConversationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _orm(user, conversation_id):  # noqa: ANN001, ANN202
+    return list(conversations_for_user(user).filter(pk=conversation_id))
+
+
+def test_the_conversation_read_gives_what_its_queryset_gives(family):
+    mine = ConversationFactory(user=family.owner, legacy=family.legacy)
+    theirs = ConversationFactory(user=family.member, legacy=family.legacy)
+    for user, conversation in [(family.owner, mine), (family.member, theirs),
+                               (family.owner, theirs), (family.member, mine),
+                               (family.stranger, mine), (family.other_member, theirs)]:
+        expected = _orm(user, conversation.pk)
+        if expected:
+            read = conversation_for_user(user=user, conversation_id=str(conversation.pk))
+            assert read == conversation
+            with CaptureQueriesContext(connection) as queries:
+                assert read.legacy.name == family.legacy.name  # read with it
+            assert not queries.captured_queries
+        else:
+            with pytest.raises(NotFound):
+                conversation_for_user(user=user, conversation_id=conversation.pk)
+    # A member who left the legacy no longer reads their conversations in it.
+    LegacyMembership.objects.filter(user=family.member, legacy=family.legacy).delete()
+    assert _orm(family.member, theirs.pk) == []
+    with pytest.raises(NotFound):
+        conversation_for_user(user=family.member, conversation_id=theirs.pk)
+    for bad in ("not-a-uuid", "", None, 12.5):
+        with pytest.raises(NotFound):
+            conversation_for_user(user=family.owner, conversation_id=bad)
+    with pytest.raises(NotFound):
+        conversation_for_user(user=AnonymousUser(), conversation_id=mine.pk)
+
+
+def test_the_read_is_prepared_on_the_server_and_compiled_once(family):
+    mine = ConversationFactory(user=family.owner, legacy=family.legacy)
+    read = PreparedRead(
+        lambda user, pk: conversations_for_user(user).filter(pk=pk).order_by()[:1],
+        samples=lambda: (type(family.owner)(pk=-1), UUID(int=1)),
+    )
+    assert read(family.owner, mine.pk) == [mine]
+    compiled = read._compiled
+    assert read(family.member, mine.pk) == []
+    assert read._compiled is compiled
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans FROM pg_prepared_statements "
+                       "WHERE statement = %s", [compiled[0].replace("%s", "$1", 1)
+                                               .replace("%s", "$2", 1).replace("%s", "$3", 1)])
+        assert cursor.fetchall() == [(2,)]
+
+
+def test_a_queryset_with_parameters_other_than_the_samples_is_refused(family):
+    read = PreparedRead(
+        lambda pk: Conversation.objects.filter(pk=pk, status=Conversation.Status.ACTIVE),
+        samples=lambda: (UUID(int=1),),
+    )
+    with pytest.raises(ImproperlyConfigured, match="not one of the sample arguments"):
+        read(UUID(int=2))
