@@ -27,6 +27,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector import Vector
+from pgvector.psycopg.vector import VectorBinaryDumper
 
 from conversations.embedding import embed_texts, model_key
 from conversations.models import (
@@ -116,13 +118,12 @@ def validate_search_input(*, query: object, k: object) -> tuple[str, int]:
     return text, number
 
 
-def _vector_literal(vector: list[float]) -> str:
-    """The vector as pgvector reads it. Its components are rounded to float4 here, as pgvector
-    stores them, and written with the nine digits that identify a float4 exactly: the same
-    vector as the full float8 digits give, in half the text and half the time."""
-    components = numpy.asarray(vector, numpy.float32).tolist()
-    # %-formatting: twice as fast as format() or an f-string here (1,024 components a query).
-    return "[" + ",".join(["%.9g" % v for v in components]) + "]"  # noqa: UP031
+def _query_vector(vector: list[float]) -> Vector:
+    """The query's vector as a parameter: sent in pgvector's binary format (float4, as pgvector
+    stores them; _run's cursor dumps it with pgvector's binary dumper, its type read from the
+    statement's ::vector cast), not as 1,024 numbers written out and parsed again (0.5 ms a
+    query)."""
+    return Vector(numpy.asarray(vector, numpy.float32))
 
 
 def _tsquery_literal(lexeme: str) -> str:
@@ -685,6 +686,7 @@ def _run(sql: str, params: dict[str, object], *, hnsw: bool, r: int) -> list[tup
     values = _hnsw_settings(r)
     local = hnsw and getattr(connection, "hnsw_session", None) != values
     with transaction.atomic() if local else nullcontext(), prepared_cursor() as cursor:
+        cursor.cursor.adapters.register_dumper(Vector, VectorBinaryDumper)
         if local:
             cursor.execute(_HNSW_SETTINGS.format(local="true"), values)
         cursor.execute(sql, params)
@@ -905,10 +907,10 @@ def _hit(place: _Place, texts: _Texts) -> SearchHit:
 # --- The search ---------------------------------------------------------------------------------
 
 
-def _embed_query(query: str) -> str | None:
+def _embed_query(query: str) -> Vector | None:
     try:
         # As stored vectors are made: EmbeddingError (text only) on a vector of another size.
-        return _vector_literal(embed_texts([query])[0])
+        return _query_vector(embed_texts([query])[0])
     except EmbeddingError as exc:
         logger.warning("search without vectors, the embedder failed: %s", exc)
         return None
