@@ -274,11 +274,11 @@ class ConversationChunk(models.Model):
     class Meta:
         ordering = ["conversation", "message_range_start"]
         indexes = [
-            models.Index(fields=["user", "legacy"], name="ix_conv_chunks_user_legacy"),
-            # The chunks with a vector, by conversation and model: a search counts its scope's
-            # embedded chunks from this index alone.
-            models.Index(fields=["conversation", "embedding_model"],
-                         condition=Q(embedding__isnull=False), name="ix_chunk_embedded"),
+            # A user's chunks about a legacy, by conversation: a search reads its scope's chunk
+            # counts and the sign bits of all of them from this index alone (the bits are NULL
+            # exactly when the vector is), and the newest conversations' chunks by it.
+            models.Index(fields=["user", "legacy", "conversation", "embedding_model"],
+                         include=["id", "embedding_bits"], name="ix_chunk_units"),
             GinIndex(fields=["search_vector"], name="ix_chunk_search_vector"),
             HnswIndex(
                 name="ix_conversation_chunks_embed",

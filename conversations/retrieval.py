@@ -290,8 +290,8 @@ class Scope:
 # the small partial index ix_message_non_units; of them, those without a vector of the current
 # model are read from ix_message_units as two ranges around the current model's key (after
 # the embedding job, none or a few). Chunks are a twentieth of the units and are counted, each
-# conversation's from indexes alone: all of them by the conversation index, those with a vector
-# of the current model by ix_chunk_embedded.
+# conversation's from ix_chunk_units alone (an index-only scan: the sign bits are NULL exactly
+# when the vector is), by user and legacy too, as the lists read them.
 _SCOPE_SQL = """
 SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS excluded,
        v.message_count - (SELECT count(*) FROM {messages} m
@@ -307,10 +307,11 @@ SELECT v.id, v.message_count, v.open_loops, v.id = ANY(%(excluded)s::uuid[]) AS 
        (SELECT reltuples FROM pg_class WHERE oid = '{chunks}'::regclass) AS chunk_rows
 FROM {conversations} v
 CROSS JOIN LATERAL (
-  SELECT (SELECT count(*) FROM {chunks} c WHERE c.conversation_id = v.id) AS chunks,
-         (SELECT count(*) FROM {chunks} c WHERE c.conversation_id = v.id
-            AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL) AS chunks_embedded
-  ) AS c
+  SELECT count(*) AS chunks,
+         count(*) FILTER (WHERE c.embedding_model = %(model)s
+                          AND c.embedding_bits IS NOT NULL) AS chunks_embedded
+  FROM {chunks} c WHERE c.user_id = %(user_id)s AND c.legacy_id = %(legacy_id)s
+                     AND c.conversation_id = v.id) AS c
 WHERE v.user_id = %(user_id)s AND v.legacy_id = %(legacy_id)s
 ORDER BY v.last_message_at DESC NULLS LAST, v.created_at DESC, v.id
 """
@@ -384,15 +385,30 @@ m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
 _CHUNK_SCOPE = """
 m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
 """
-# The scope's chunks, read once by the (user, legacy) index (a twentieth of the units): every
-# chunk list but an HNSW scan ranks these rows, so no list reads the whole table's GIN posting
-# lists (a common word's grow with every user's chunks). No full vector: the vector list reads
-# the vectors of the chunks it re-ranks by primary key.
+# The chunks of the text list's newest conversations (%(text_conv)s: SEARCH_TEXT_MAX_UNITS
+# units, about a twentieth of them chunks), read once by the conversation index: the chunks'
+# text, open-loop and newest lists rank these rows, so that no list reads the whole table's GIN
+# posting lists (a common word's grow with every user's chunks: at 20,000 chunks in the table,
+# a text list by the GIN index read 7,173 entries to find 89 of the scope's) nor the rows of
+# every chunk in scope. The vector lists read every chunk in scope, from ix_chunk_units (the
+# sign bits) or the bits' HNSW index; the full vectors of those they re-rank by primary key.
+
+
+def _chunks_of(conversations: str, columns: str, where: str = "") -> str:
+    """A FROM item (alias m) of the chunks of the conversations in the uuid[] parameter
+    `conversations` that are the user's about the legacy: one probe of ix_chunk_units per
+    conversation (OFFSET 0 keeps the planner from flattening it into a join), so that even a
+    plan made without the values (memory_site.apps) reads that index rather than all of the
+    user's chunks about the legacy, or the user's and the legacy's foreign-key indexes."""
+    return (f"unnest(%({conversations})s::uuid[]) AS nc(id) CROSS JOIN LATERAL "
+            f"(SELECT {columns} FROM {{chunks}} m WHERE m.user_id = %(user_id)s "
+            f"AND m.legacy_id = %(legacy_id)s AND m.conversation_id = nc.id{where} "
+            "OFFSET 0) AS m")
+
+
 _CHUNK_CTE = f"""
-cs AS MATERIALIZED (SELECT m.id, m.conversation_id,
-                           m.message_range_start, m.message_range_end, m.created_at,
-                           m.search_vector, m.embedding_model, m.embedding_bits
-                    FROM {{chunks}} m WHERE {_CHUNK_SCOPE})
+cs AS MATERIALIZED (SELECT m.* FROM {_chunks_of("text_conv", "m.id, m.conversation_id, "
+    "m.message_range_start, m.message_range_end, m.created_at, m.search_vector")})
 """
 # The messages of the text list's newest conversations (used while they hold at most twice
 # SEARCH_TEXT_MAX_UNITS units) that share a word with the query, read by the conversation index
@@ -472,8 +488,8 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     newest conversations only), "all" (and the units with every word in the others) or None.
     With `text_rows`, the messages' text list matches the newest conversations' rows one by
     one (the CTE mm); without, it takes the GIN index. `words`: the query's words (lexemes)."""
-    # A chunk list reads the scope's chunks (the CTE cs: scoped already), but an HNSW scan
-    # reads the table (table_scope).
+    # A chunk list reads the newest conversations' chunks (the CTE cs: scoped already), but
+    # the vector lists read every chunk in scope (table_scope).
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                           else ("{chunks}", _CHUNK_SCOPE))
     source, scope = (table, table_scope) if kind == "message" else ("cs", "TRUE")
@@ -494,7 +510,8 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
-    with_bits = f"{scope} AND m.embedding_model = %(model)s AND m.embedding_bits IS NOT NULL"
+    with_bits = (f"{scope} AND m.embedding_model = %(model)s "
+                 "AND m.embedding_bits IS NOT NULL")
     if vector == "exact":
         # MATERIALIZED: the distance of every unit in scope (the scope is at most
         # SEARCH_RERANK_CANDIDATES), so that no index can answer: an HNSW scan without
@@ -506,14 +523,17 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             "SELECT * FROM s ORDER BY d, id LIMIT %(n)s) AS x, q, w"
         )
     elif vector == "bits":
-        # The Hamming distance of every unit in scope to the query's sign bits (for messages an
-        # index-only scan of ix_message_units, which holds the bits; no index can order by a
-        # column of the CTE q), then the nearest SEARCH_RERANK_CANDIDATES re-ranked by cosine
+        # The Hamming distance of every unit in scope to the query's sign bits (an index-only
+        # scan of ix_message_units or ix_chunk_units, which hold the bits; no index can order by
+        # a column of the CTE q), then the nearest SEARCH_RERANK_CANDIDATES re-ranked by cosine
         # distance, their full vectors (and carried columns) read by primary key.
+        bits = (f"{table} m, q WHERE {with_bits}" if kind == "message" else
+                _chunks_of("conv", "m.id, m.embedding_bits", " AND m.embedding_model = "
+                           "%(model)s AND m.embedding_bits IS NOT NULL") + ", q")
         lists.append(
             head("vector") +
             f"(SELECT b.id, e.embedding <=> q.v AS d, {cols('e')} FROM (SELECT m.id FROM "
-            f"{source} m, q WHERE {with_bits} ORDER BY m.embedding_bits <~> q.b, m.id "
+            f"{bits} ORDER BY m.embedding_bits <~> q.b, m.id "
             f"LIMIT %(r)s) AS b "
             f"CROSS JOIN LATERAL (SELECT * FROM {table} e WHERE e.id = b.id) AS e, q "
             "ORDER BY d, b.id LIMIT %(n)s) AS x, q, w"
@@ -533,9 +553,9 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     if text:
         # Bounded whatever the history: the units that share a word with the query are ranked
         # in the newest conversations holding SEARCH_TEXT_MAX_UNITS units (%(text_conv)s); in
-        # the older ones, only the units holding every word of the query ("text_all", when
-        # the scope is larger), found by the GIN index.
-        # A chunk list reads the scope's rows already read (cs), so one list ranks both.
+        # the older ones, only the messages holding every word of the query ("text_all", when
+        # the scope is larger), found by the GIN index; the older conversations' chunks are
+        # summaries of those messages, and are found by the vector lists.
         # Each list ranks the newest SEARCH_TEXT_MAX_MATCHES units that match, at most: in a
         # long history a common word (or a name) matches thousands, and the text rank of each
         # is most of a text list's cost.
@@ -550,11 +570,8 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             # The CTE mm holds the matches already.
             match = "TRUE" if text_rows else f"{_MESSAGE_TEXT_SCOPE} AND m.search_vector @@ q.tsq"
             lists.append(head("text") + ranked(match, "mm" if text_rows else table))
-        else:
-            match = "m.conversation_id = ANY(%(text_conv)s::uuid[]) AND m.search_vector @@ q.tsq"
-            if text == "all":
-                match = f"({match}) OR m.search_vector @@ q.tsq_all"
-            lists.append(head("text") + ranked(match))
+        else:  # the CTE cs holds the newest conversations' chunks
+            lists.append(head("text") + ranked("m.search_vector @@ q.tsq"))
         if text == "all" and kind == "message":
             lists.append(head("text_all") + ranked(f"{scope} AND m.search_vector @@ q.tsq_all"))
     if loops:

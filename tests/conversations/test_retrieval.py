@@ -17,6 +17,7 @@ from conversations.models import ConversationChunk, Message
 from conversations.retrieval import (
     _HNSW_SETTINGS,
     NO_WORDS,
+    SearchHit,
     _vector_scan,
     iterative_scans_supported,
     search_conversations,
@@ -429,6 +430,40 @@ def test_the_text_list_of_a_large_scope_takes_all_words_only_in_older_conversati
                       "The orchard behind the barn."]
 
 
+def test_an_older_conversations_chunk_is_a_candidate_by_its_vector_not_its_words(
+        family, settings):
+    """Chunks summarise messages that are units themselves: the chunks' text list reads
+    those of the newest conversations (SEARCH_TEXT_MAX_UNITS units) only; an older
+    conversation's chunk is a candidate by its vector (its sign bits read from
+    ix_chunk_units), and then ranked by its words too. Without a vector yet, it waits for the
+    embedding sweep."""
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
+    settings.SEARCH_CANDIDATES = 3
+    older = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(older, [("user", f"Old filler {i}.") for i in range(4)],
+                    last_message_at=timezone.now() - timedelta(days=30))
+    chunk = chunk_for(older, 0, 2, "She planted the orchard down by the river.")
+    newest = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(newest, [("user", f"Filler number {i}.") for i in range(5)],
+                    last_message_at=timezone.now())
+
+    def chunk_hit() -> SearchHit | None:
+        result = search_conversations(user=family.owner, legacy=family.legacy,
+                                      query="orchard river", k=3)
+        return next((hit for hit in result.hits if hit.id == str(chunk.pk)), None)
+
+    for cap in (5, 10):  # the newest conversation's units, the whole scope
+        settings.SEARCH_TEXT_MAX_UNITS = cap
+        hit = chunk_hit()
+        assert (hit.vector_rank, hit.text_rank) == (1, 1)
+    ConversationChunk.objects.filter(pk=chunk.pk).update(embedding=None)
+    settings.SEARCH_TEXT_MAX_UNITS = 5
+    assert chunk_hit() is None
+    settings.SEARCH_TEXT_MAX_UNITS = 10
+    hit = chunk_hit()
+    assert (hit.vector_rank, hit.text_rank) == (None, 1)
+
+
 def test_full_text_and_vector_ranks_are_fused(family):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     both = chunk_for(conversation, 0, 20, "She baked rhubarb pie every Sunday.")
@@ -788,10 +823,12 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
                        "WHERE indexdef LIKE '%embedding_bits%' ORDER BY indexname")
         indexes = dict(cursor.fetchall())
-    assert sorted(indexes) == ["ix_chunk_embedding_bits", "ix_message_embedding_bits",
-                               "ix_message_units"]
+    assert sorted(indexes) == ["ix_chunk_embedding_bits", "ix_chunk_units",
+                               "ix_message_embedding_bits", "ix_message_units"]
     assert "hnsw (embedding_bits bit_hamming_ops)" in indexes["ix_message_embedding_bits"]
     assert "INCLUDE (id, embedding_bits)" in indexes["ix_message_units"]
+    assert ("(user_id, legacy_id, conversation_id, embedding_model) INCLUDE (id, embedding_bits)"
+            in indexes["ix_chunk_units"])
     message = Message.objects.filter(role="user").values_list("embedding", "embedding_bits").get()
     assert message[1] == "".join("1" if x > 0 else "0" for x in message[0])
 

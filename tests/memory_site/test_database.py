@@ -87,7 +87,8 @@ def test_the_hnsw_cosine_index_and_the_seed_indexes_exist():
     assert "USING hnsw (embedding vector_cosine_ops)" in indexes["ix_conversation_chunks_embed"]
     assert "m='16'" in indexes["ix_conversation_chunks_embed"]
     assert "ef_construction='64'" in indexes["ix_conversation_chunks_embed"]
-    assert "(user_id, legacy_id)" in indexes["ix_conv_chunks_user_legacy"]
+    assert ("(user_id, legacy_id, conversation_id, embedding_model) INCLUDE (id, embedding_bits)"
+            in indexes["ix_chunk_units"])
     assert "UNIQUE" in indexes["ix_conversation_chunks_range"]
     with connection.cursor() as cursor:
         cursor.execute(
