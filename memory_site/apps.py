@@ -16,8 +16,9 @@ def plan_prepared_statements_once(sender: Any, connection: Any, **kwargs: Any) -
     (the vector lists' exactness included: an exact list ranks inside a MATERIALIZED CTE, the
     sign-bits list orders by a column of the CTE q, which no index can answer, and only the
     HNSW list, a statement text of its own, reads the index), and the scope's size picks the
-    statement text, not the plan. Measured on one fill with both modes alternating, the same
-    hits at every scope, each faster (docs/benchmarks.md, sixth session). PostgreSQL's
+    statement text, not the plan. Measured on two fills with both modes alternating: the same
+    hits at every scope, faster up to 10,000 units, about the same at 50,000 (docs/benchmarks.md,
+    sixth session). PostgreSQL's
     default would plan the first five runs for their values, then keep whichever its
     estimates favour. Set once per new connection, when statements are prepared
     (DB_PREPARED_STATEMENTS)."""
