@@ -51,15 +51,24 @@ def _vector_cursor() -> psycopg.Cursor:
 def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]]) -> None:
     """Store `vectors` (one per id) with the current model key in one statement; rows deleted
     meanwhile are simply not updated. The floats are the embedder's, rounded to the column's
-    single precision as the server's parser did when they were sent as text."""
+    single precision as the server's parser did when they were sent as text.
+
+    The rows are locked in the order of their ids, and a row another transaction holds is
+    skipped: two jobs embedding the same conversation's new messages at once (two appends in
+    a row, two workers) locked their rows in the order of their joins and could deadlock;
+    now the second leaves a held row to the first, which stores the same vector, and the
+    sweep embeds whatever is still without one."""
     table = quoted_table(model)
     with _vector_cursor() as cursor:
         # `vector` without dimensions, not the model's vector(n): the column's dimensions
         # change while `manage.py reembed` runs.
         cursor.execute(
+            "WITH v AS (SELECT * FROM unnest(%s::uuid[], %b::vector[]) AS v(id, embedding)), "
+            f"locked AS (SELECT t.id FROM {table} t WHERE t.id IN (SELECT id FROM v) "
+            "ORDER BY t.id FOR UPDATE SKIP LOCKED) "
             f"UPDATE {table} AS t SET embedding = v.embedding, embedding_model = %s "
-            "FROM unnest(%s::uuid[], %b::vector[]) AS v(id, embedding) WHERE t.id = v.id",
-            [model_key(), list(ids), [Vector(vector) for vector in vectors]],
+            "FROM v JOIN locked USING (id) WHERE t.id = v.id",
+            [list(ids), [Vector(vector) for vector in vectors], model_key()],
         )
 
 

@@ -710,6 +710,36 @@ def test_messages_are_embedded_by_a_job_after_append(family, django_capture_on_c
     assert (system.embedding, system.embedding_model) == (None, "")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_job_leaves_a_message_another_transaction_holds_instead_of_waiting_for_it():
+    """Two embedding jobs of one conversation at once (two appends in a row, two workers)
+    could deadlock, each locking its rows in the order of its join; a job now locks in id
+    order and skips a row another transaction holds: it neither waits nor deadlocks, and that
+    row is embedded by its holder or the next run."""
+    conversation = ConversationFactory()
+    import_messages(conversation, [("user", "The first."), ("assistant", "The second.")])
+    held, free = Message.objects.filter(conversation=conversation).order_by("sequence")
+    other = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM conversations_message WHERE id = %s FOR UPDATE",
+                           [held.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '5s'")  # a wait would fail the test, not hang
+        result = conversation_embed_messages(conversation_id=conversation.pk)
+        assert (result.embedded, result.remaining) == (2, 1)  # sent two, stored one
+        assert Message.objects.get(pk=free.pk).embedding_model == model_key()
+        assert Message.objects.get(pk=held.pk).embedding_model == ""
+    finally:
+        other.rollback()
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert conversation_embed_messages(conversation_id=conversation.pk).remaining == 0
+    assert Message.objects.get(pk=held.pk).embedding_model == model_key()
+
+
 def test_an_embedder_outage_leaves_messages_for_the_sweep(family, settings,
                                                           django_capture_on_commit_callbacks):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
