@@ -48,7 +48,7 @@ def _vector_cursor() -> psycopg.Cursor:
     return cursor
 
 
-def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]]) -> None:
+def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]]) -> int:
     """Store `vectors` (one per id) with the current model key in one statement; rows deleted
     meanwhile are simply not updated. The floats are the embedder's, rounded to the column's
     single precision as the server's parser did when they were sent as text.
@@ -57,7 +57,7 @@ def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list
     skipped: two jobs embedding the same conversation's new messages at once (two appends in
     a row, two workers) locked their rows in the order of their joins and could deadlock;
     now the second leaves a held row to the first, which stores the same vector, and the
-    sweep embeds whatever is still without one."""
+    sweep embeds whatever is still without one. Returns how many rows were stored."""
     table = quoted_table(model)
     with _vector_cursor() as cursor:
         # `vector` without dimensions, not the model's vector(n): the column's dimensions
@@ -70,6 +70,7 @@ def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list
             "FROM v JOIN locked USING (id) WHERE t.id = v.id",
             [list(ids), [Vector(vector) for vector in vectors], model_key()],
         )
+        return cursor.rowcount
 
 
 def _embed_rows(rows: list[Model]) -> None:
@@ -113,8 +114,7 @@ def conversation_embed_messages(*, conversation_id: UUID | str,
                            conversation_id, exc)
             error = f"{type(exc).__name__}: {exc}"
             break
-        _store_vectors(Message, [pk for pk, _, _ in rows], vectors)
-        embedded += len(rows)
+        embedded += _store_vectors(Message, [pk for pk, _, _ in rows], vectors)
         after = rows[-1][1]
     remaining = messages_pending(conversation_id=conversation_id).count()
     return EmbedResult(embedded=embedded, remaining=remaining, error=error)
