@@ -15,7 +15,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import prepared_cursor, quoted_table
+from memory_site.core.sql import PreparedRead, prepared_cursor, quoted_table
 
 
 def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
@@ -30,16 +30,28 @@ def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
     )
 
 
+# Every legacy-scoped request reads its legacy: compiled once per process, prepared on the
+# server (memory_site.core.sql.PreparedRead). At most one row (one membership per user and
+# legacy): no ORDER BY, which .first() adds.
+_LEGACY_READ = PreparedRead(
+    lambda user, pk: legacies_for_user(user).filter(pk=pk).order_by()[:1],
+    samples=lambda: (get_user_model()(pk=-1), UUID(int=1)),
+)
+
+
 def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
     """The legacy if `user` is a member; otherwise NotFound, the same as if it did not exist
     (also for an id that is not a UUID)."""
-    try:
-        legacy = legacies_for_user(user).filter(pk=legacy_id).first()
-    except (ValidationError, ValueError):
-        raise NotFound() from None
-    if legacy is None:
+    if not user.is_authenticated:
         raise NotFound()
-    return legacy
+    try:
+        pk = Legacy._meta.pk.to_python(legacy_id)
+    except ValidationError:
+        raise NotFound() from None
+    found = _LEGACY_READ(user, pk)
+    if not found:
+        raise NotFound()
+    return found[0]
 
 
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:

@@ -77,10 +77,10 @@ def prepared_cursor() -> Iterator[CursorWrapper]:
 
 
 class PreparedRead:
-    """A read of model instances (select_related included) that Django's ORM writes once per
-    process and that runs as a statement prepared on the server (prepared_cursor): building
-    and compiling a queryset cost more than running it (a conversation with its legacy: 1.2 ms
-    of compiling, 0.4 ms of running). The queryset stays the one source of its rules.
+    """A read of model instances (select_related and annotations included) that Django's ORM
+    writes once per process and that runs as a statement prepared on the server
+    (prepared_cursor): building and compiling a queryset cost more than running it (a
+    conversation with its legacy: 1.2 ms of compiling, 0.4 ms of running). The queryset stays the one source of its rules.
 
     `build(*args)` makes the queryset; `samples()` gives arguments whose values each appear as
     a parameter of the compiled SQL and nowhere else (sentinels), so that each parameter of a
@@ -123,6 +123,8 @@ class PreparedRead:
             obj = model.from_db(alias, attnames, row[start:end])
             for populator in populators:
                 populator.populate(row, obj)
+            for name, position in compiler.annotation_col_map.items():
+                setattr(obj, name, row[position])
             objects.append(obj)
         return objects
 

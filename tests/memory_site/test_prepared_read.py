@@ -75,3 +75,25 @@ def test_a_queryset_with_parameters_other_than_the_samples_is_refused(family):
     )
     with pytest.raises(ImproperlyConfigured, match="not one of the sample arguments"):
         read(UUID(int=2))
+
+
+def test_the_legacy_read_gives_its_annotation_and_creator_and_no_other_familys(family):
+    from facts.selectors import legacies_for_user, legacy_for_member
+
+    for user in (family.owner, family.member, family.stranger, family.other_member):
+        expected = list(legacies_for_user(user).filter(pk=family.legacy.pk))
+        if not expected:
+            with pytest.raises(NotFound):
+                legacy_for_member(user=user, legacy_id=family.legacy.pk)
+            continue
+        read = legacy_for_member(user=user, legacy_id=str(family.legacy.pk))
+        assert (read, read.my_role) == (expected[0], expected[0].my_role)
+        with CaptureQueriesContext(connection) as queries:
+            assert read.created_by == expected[0].created_by  # read with it
+        assert not queries.captured_queries
+    roles = {legacy_for_member(user=u, legacy_id=family.legacy.pk).my_role
+             for u in (family.owner, family.member)}
+    assert roles == {LegacyMembership.Role.OWNER, LegacyMembership.Role.MEMBER}
+    for bad in ("not-a-uuid", None, UUID(int=5)):
+        with pytest.raises(NotFound):
+            legacy_for_member(user=family.owner, legacy_id=bad)
