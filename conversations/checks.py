@@ -94,3 +94,29 @@ def check_search_text_config(app_configs, **kwargs) -> list:
             id="conversations.E003",
         )]
     return []
+
+
+HNSW_ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
+
+
+@register()
+def check_hnsw_settings(app_configs, **kwargs) -> list:
+    """The search's HNSW settings are set for each new connection's session (conversations.
+    retrieval.hnsw_session_settings): a value pgvector refuses would be dropped there with a
+    warning, or fail every connection, rather than fail one search."""
+    problems = []
+    if settings.SEARCH_HNSW_ITERATIVE_SCAN not in HNSW_ITERATIVE_SCANS:
+        problems.append(Error(
+            f"SEARCH_HNSW_ITERATIVE_SCAN is {settings.SEARCH_HNSW_ITERATIVE_SCAN!r}.",
+            hint="One of " + ", ".join(HNSW_ITERATIVE_SCANS) + " (pgvector's "
+            "hnsw.iterative_scan); strict_order is the default.",
+            id="conversations.E004",
+        ))
+    if settings.SEARCH_HNSW_MAX_SCAN_TUPLES < 1:
+        problems.append(Error(
+            f"SEARCH_HNSW_MAX_SCAN_TUPLES is {settings.SEARCH_HNSW_MAX_SCAN_TUPLES}.",
+            hint="A positive number of tuples (pgvector's hnsw.max_scan_tuples); 20000 is the "
+            "default.",
+            id="conversations.E005",
+        ))
+    return problems

@@ -370,7 +370,7 @@ def iterative_scans_supported() -> bool:
     return _pgvector_version(connection.settings_dict["NAME"]) >= (0, 8)
 
 
-# The query's vector (its text sent once: up to 20 kB for 1,024 dimensions) and tsqueries, read
+# The query's vector (sent once, in pgvector's binary format) and tsqueries, read
 # by every list through the CTE `q` (NULL when absent: no vector, or no words).
 _QUERY_CTE = """
 q AS MATERIALIZED (SELECT v, binary_quantize(v) AS b,
@@ -481,15 +481,20 @@ coalesce(x.sv @@ q.loop_tsq, false) AS open_loop
 
 
 def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
-           recent: bool, text_rows: bool = True, words: int = 0) -> list[str]:
+           recent: bool, text_rows: bool = True, words: int = 0,
+           chunk_text_all: bool = False) -> list[str]:
     """The candidate lists of one table as SELECTs of (list, kind, id, conversation, range,
     created_at in epoch seconds, distance, text rank, open-loop match), each answered by an
     index with a LIMIT. `vector` is "exact", "bits", "hnsw" or None; `text` is "newest" (the
     newest conversations only), "all" (and the units with every word in the others) or None.
     With `text_rows`, the messages' text list matches the newest conversations' rows one by
-    one (the CTE mm); without, it takes the GIN index. `words`: the query's words (lexemes)."""
+    one (the CTE mm); without, it takes the GIN index. `words`: the query's words (lexemes).
+    With `chunk_text_all` (and `text` "all"), the chunks of the older conversations that hold
+    every word are a text list too, as when a chunk may be found by no vector."""
     # A chunk list reads the newest conversations' chunks (the CTE cs: scoped already), but
-    # the vector lists read every chunk in scope (table_scope).
+    # the vector lists (and the all-words list, chunk_text_all) read every chunk in scope:
+    # the bits list and the all-words list one conversation at a time (_chunks_of), the HNSW
+    # list through the table (table_scope).
     table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
                           else ("{chunks}", _CHUNK_SCOPE))
     source, scope = (table, table_scope) if kind == "message" else ("cs", "TRUE")
@@ -572,6 +577,10 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             lists.append(head("text") + ranked(match, "mm" if text_rows else table))
         else:  # the CTE cs holds the newest conversations' chunks
             lists.append(head("text") + ranked("m.search_vector @@ q.tsq"))
+            if text == "all" and chunk_text_all:
+                every = (f"(SELECT m.* FROM {_chunks_of('conv', 'm.*')}, q "
+                         "WHERE ts_match_vq(m.search_vector, q.tsq_all))")
+                lists.append(head("text_all") + ranked("TRUE", every))
         if text == "all" and kind == "message":
             lists.append(head("text_all") + ranked(f"{scope} AND m.search_vector @@ q.tsq_all"))
     if loops:
@@ -601,8 +610,8 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
 
 
 def _candidates_sql(selects: list[str], *, text_rows: bool = True) -> str:
-    """One statement: the query and the scope's chunks (a CTE no list reads is not run), then
-    every list with the columns that rank its rows."""
+    """One statement: the query, the newest conversations' chunks and the messages' text matches
+    (a CTE no list reads is not run), then every list with the columns that rank its rows."""
     lists = "\nUNION ALL\n".join(f"({select})" for select in selects)
     idf = _NO_IDF_CTE
     if settings.SEARCH_TEXT_IDF:
@@ -729,12 +738,18 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     # them can be long (an imported conversation of 10,000 messages), and then the GIN index.
     text_units = sum(c.units for c in scope.conversations[:len(text_conv)])
     text_rows = text_units <= 2 * max(settings.SEARCH_TEXT_MAX_UNITS, n)
+    # An older conversation's chunk is found by its vector, its words being its messages'; when
+    # it may have no vector to be found by (no query vector, chunks not embedded with the
+    # current model yet) or its messages are not searched, by all its words too.
+    chunk_text_all = (not vector or embedded["chunk"] < scope.chunks
+                      or not present["message"])
     selects: list[str] = []
     for kind in ("message", "chunk"):
         if present[kind]:
             selects += _lists(kind, vector=scans[kind] if vector and embedded[kind] else None,
                               text=text, loops=bool(params["loop_tsq"]), recent=True,
-                              text_rows=text_rows, words=len(params["lexemes"]))
+                              text_rows=text_rows, words=len(params["lexemes"]),
+                              chunk_text_all=chunk_text_all)
     kinds = {kind for kind in present if present[kind]}
     if not selects:
         return {}, "none"

@@ -7,7 +7,6 @@ from typing import NamedTuple
 from uuid import UUID
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector
@@ -47,7 +46,13 @@ from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
 from facts.selectors import facts_from_json, facts_visible_sql
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import PreparedRead, json_column, prepared_cursor, quoted_table
+from memory_site.core.sql import (
+    PreparedRead,
+    json_column,
+    prepared_cursor,
+    quoted_table,
+    user_and_id_samples,
+)
 
 
 def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -63,7 +68,7 @@ def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
 _CONVERSATION_READ = PreparedRead(
     lambda user, pk: (conversations_for_user(user).select_related("legacy").filter(pk=pk)
                       .order_by()[:1]),
-    samples=lambda: (get_user_model()(pk=-1), UUID(int=1)),
+    samples=user_and_id_samples,
 )
 
 

@@ -15,7 +15,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import PreparedRead, prepared_cursor, quoted_table
+from memory_site.core.sql import PreparedRead, prepared_cursor, quoted_table, user_and_id_samples
 
 
 def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
@@ -35,7 +35,7 @@ def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
 # legacy): no ORDER BY, which .first() adds.
 _LEGACY_READ = PreparedRead(
     lambda user, pk: legacies_for_user(user).filter(pk=pk).order_by()[:1],
-    samples=lambda: (get_user_model()(pk=-1), UUID(int=1)),
+    samples=user_and_id_samples,
 )
 
 

@@ -48,16 +48,20 @@ def _vector_cursor() -> psycopg.Cursor:
     return cursor
 
 
-def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]]) -> int:
+def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list[float]], *,
+                   skip_locked: bool = True) -> int:
     """Store `vectors` (one per id) with the current model key in one statement; rows deleted
     meanwhile are simply not updated. The floats are the embedder's, rounded to the column's
     single precision as the server's parser did when they were sent as text.
 
-    The rows are locked in the order of their ids, and a row another transaction holds is
-    skipped: two jobs embedding the same conversation's new messages at once (two appends in
-    a row, two workers) locked their rows in the order of their joins and could deadlock;
-    now the second leaves a held row to the first, which stores the same vector, and the
-    sweep embeds whatever is still without one. Returns how many rows were stored."""
+    The rows are locked in the order of their ids (FOR NO KEY UPDATE: what an UPDATE of
+    non-key columns takes, so that a transaction inserting a row that refers to one is not in
+    the way), and with `skip_locked` a row another transaction holds is skipped: two jobs
+    embedding the same conversation's new messages at once (two appends in a row, two
+    workers) locked their rows in the order of their joins and could deadlock; now the second
+    leaves a held row, which the first stores, or the next job or the sweep. Without
+    `skip_locked` (`manage.py reembed`) it waits for it, in id order. Returns how many rows
+    were stored."""
     table = quoted_table(model)
     with _vector_cursor() as cursor:
         # `vector` without dimensions, not the model's vector(n): the column's dimensions
@@ -65,7 +69,7 @@ def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list
         cursor.execute(
             "WITH v AS (SELECT * FROM unnest(%s::uuid[], %b::vector[]) AS v(id, embedding)), "
             f"locked AS (SELECT t.id FROM {table} t WHERE t.id IN (SELECT id FROM v) "
-            "ORDER BY t.id FOR UPDATE SKIP LOCKED) "
+            f"ORDER BY t.id FOR NO KEY UPDATE{' SKIP LOCKED' if skip_locked else ''}) "
             f"UPDATE {table} AS t SET embedding = v.embedding, embedding_model = %s "
             "FROM v JOIN locked USING (id) WHERE t.id = v.id",
             [list(ids), [Vector(vector) for vector in vectors], model_key()],
@@ -73,13 +77,14 @@ def _store_vectors(model: type[Model], ids: Sequence[object], vectors: list[list
         return cursor.rowcount
 
 
-def _embed_rows(rows: list[Model]) -> None:
+def _embed_rows(rows: list[Model]) -> int:
     """Embed `rows` (messages or chunks) in one pass of embed_texts and store the vectors with
-    the current model key; rows deleted meanwhile are simply not updated."""
+    the current model key, waiting for a row another transaction holds; rows deleted meanwhile
+    are simply not updated. Returns how many were stored."""
     if not rows:
-        return
+        return 0
     vectors = embed_texts([row.content for row in rows])
-    _store_vectors(type(rows[0]), [row.pk for row in rows], vectors)
+    return _store_vectors(type(rows[0]), [row.pk for row in rows], vectors, skip_locked=False)
 
 
 def messages_pending(*, conversation_id: UUID | str | None = None) -> QuerySet[Message]:
@@ -98,13 +103,13 @@ def conversation_embed_messages(*, conversation_id: UUID | str,
     again); what was stored before it stays."""
     limit = settings.EMBEDDING_JOB_MAX_MESSAGES if limit is None else limit
     batch = max(settings.EMBEDDING_BATCH_SIZE, 1)
-    embedded = 0
+    embedded = sent = 0
     error = ""
     after = -1  # the last sequence read: each batch starts past the previous one
-    while embedded < limit:
+    while sent < limit:
         rows = list(messages_pending(conversation_id=conversation_id)
                     .filter(sequence__gt=after)
-                    .values_list("id", "sequence", "content")[: min(batch, limit - embedded)])
+                    .values_list("id", "sequence", "content")[: min(batch, limit - sent)])
         if not rows:
             break
         try:
@@ -115,6 +120,7 @@ def conversation_embed_messages(*, conversation_id: UUID | str,
             error = f"{type(exc).__name__}: {exc}"
             break
         embedded += _store_vectors(Message, [pk for pk, _, _ in rows], vectors)
+        sent += len(rows)
         after = rows[-1][1]
     remaining = messages_pending(conversation_id=conversation_id).count()
     return EmbedResult(embedded=embedded, remaining=remaining, error=error)

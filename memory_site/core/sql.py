@@ -4,6 +4,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
@@ -127,6 +128,14 @@ class PreparedRead:
                 setattr(obj, name, row[position])
             objects.append(obj)
         return objects
+
+
+def user_and_id_samples() -> tuple[Model, UUID]:
+    """The sample arguments of a PreparedRead by (user, id): an unsaved user and an id, each a
+    value that no queryset writes in as a constant of its own."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model()(pk=-987_654_321), UUID("5e471ee1-0000-4000-8000-5e471ee10001")
 
 
 def _param_key(value: Any) -> Any:

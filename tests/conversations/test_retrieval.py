@@ -12,6 +12,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from conversations import tasks
+from conversations.checks import check_hnsw_settings
 from conversations.embedding import embed_texts, model_key, text_parts
 from conversations.models import ConversationChunk, Message
 from conversations.retrieval import (
@@ -430,13 +431,14 @@ def test_the_text_list_of_a_large_scope_takes_all_words_only_in_older_conversati
                       "The orchard behind the barn."]
 
 
-def test_an_older_conversations_chunk_is_a_candidate_by_its_vector_not_its_words(
+def test_an_older_conversations_chunk_is_a_candidate_by_its_vector_or_all_its_words(
         family, settings):
     """Chunks summarise messages that are units themselves: the chunks' text list reads
     those of the newest conversations (SEARCH_TEXT_MAX_UNITS units) only; an older
     conversation's chunk is a candidate by its vector (its sign bits read from
-    ix_chunk_units), and then ranked by its words too. Without a vector yet, it waits for the
-    embedding sweep."""
+    ix_chunk_units), and then ranked by its words too. When a chunk may have no vector to be
+    found by (not embedded yet, or no query vector) or the messages are not searched, the older
+    conversations' chunks holding every word are a text list of their own."""
     settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
     settings.SEARCH_CANDIDATES = 3
     older = ConversationFactory(user=family.owner, legacy=family.legacy)
@@ -447,21 +449,32 @@ def test_an_older_conversations_chunk_is_a_candidate_by_its_vector_not_its_words
     import_messages(newest, [("user", f"Filler number {i}.") for i in range(5)],
                     last_message_at=timezone.now())
 
-    def chunk_hit() -> SearchHit | None:
-        result = search_conversations(user=family.owner, legacy=family.legacy,
-                                      query="orchard river", k=3)
-        return next((hit for hit in result.hits if hit.id == str(chunk.pk)), None)
+    statements: list[str] = []
 
-    for cap in (5, 10):  # the newest conversation's units, the whole scope
-        settings.SEARCH_TEXT_MAX_UNITS = cap
-        hit = chunk_hit()
-        assert (hit.vector_rank, hit.text_rank) == (1, 1)
+    def record(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    def chunk_hit(**kwargs: object) -> tuple[SearchHit, bool]:
+        """The chunk's hit, and whether older chunks were a text list of their own."""
+        statements.clear()
+        with connection.execute_wrapper(record):
+            result = search_conversations(user=family.owner, legacy=family.legacy,
+                                          query="orchard river", k=3, **kwargs)
+        listed = any("SELECT 'text_all' AS list, 'chunk'" in sql for sql in statements)
+        return next(hit for hit in result.hits if hit.id == str(chunk.pk)), listed
+
+    settings.SEARCH_TEXT_MAX_UNITS = 5  # the newest conversation's units
+    hit, listed = chunk_hit()
+    assert ((hit.vector_rank, hit.text_rank), listed) == ((1, 1), False)
+    hit, listed = chunk_hit(include_messages=False)
+    assert ((hit.vector_rank, hit.text_rank), listed) == ((1, 1), True)
     ConversationChunk.objects.filter(pk=chunk.pk).update(embedding=None)
-    settings.SEARCH_TEXT_MAX_UNITS = 5
-    assert chunk_hit() is None
-    settings.SEARCH_TEXT_MAX_UNITS = 10
-    hit = chunk_hit()
-    assert (hit.vector_rank, hit.text_rank) == (None, 1)
+    hit, listed = chunk_hit()
+    assert ((hit.vector_rank, hit.text_rank), listed) == ((None, 1), True)
+    settings.SEARCH_TEXT_MAX_UNITS = 10  # the whole scope: the chunks' text list reads it
+    hit, listed = chunk_hit()
+    assert ((hit.vector_rank, hit.text_rank), listed) == ((None, 1), False)
 
 
 def test_full_text_and_vector_ranks_are_fused(family):
@@ -940,27 +953,26 @@ def test_the_search_statements_are_prepared_at_their_first_run_and_planned_once(
     assert candidates_plans() == [(12, 0)]  # the same statement and plan at every run
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_hnsw_settings_are_the_sessions_and_a_search_of_another_r_sets_its_own(
         family, settings):
     """A new connection gets the HNSW settings of a search's first pass for its session
     (conversations.retrieval.hnsw_session_settings), so that an HNSW list runs without a
     statement and a transaction more; a search whose settings differ sets its own, local to
-    its transaction (here the test's)."""
+    its transaction. (Committed data: the test's connection is opened again, with these
+    settings, not those of whichever test opened it.)"""
     _requires_iterative_scans()
+    connection.close()
     session = ("SELECT current_setting('hnsw.iterative_scan'), "
                "current_setting('hnsw.ef_search'), current_setting('hnsw.max_scan_tuples')")
     expected = (settings.SEARCH_HNSW_ITERATIVE_SCAN,
                 str(max(settings.SEARCH_RERANK_CANDIDATES, settings.SEARCH_CANDIDATES)),
                 str(settings.SEARCH_HNSW_MAX_SCAN_TUPLES))
-    fresh = connections.create_connection(DEFAULT_DB_ALIAS)
-    try:
-        with fresh.cursor() as cursor:
-            cursor.execute(session)
-            assert cursor.fetchone() == expected
-        assert fresh.hnsw_session == {"hnsw_iterative": expected[0], "hnsw_ef": expected[1],
-                                      "hnsw_max_tuples": expected[2]}
-    finally:
-        fresh.close()
+    with connection.cursor() as cursor:
+        cursor.execute(session)
+        assert cursor.fetchone() == expected
+    assert connection.hnsw_session == {"hnsw_iterative": expected[0], "hnsw_ef": expected[1],
+                                       "hnsw_max_tuples": expected[2]}
     statements: list[str] = []
 
     def record(execute, sql, params, many, context):  # noqa: ANN001, ANN202
@@ -985,3 +997,16 @@ def test_the_hnsw_settings_are_the_sessions_and_a_search_of_another_r_sets_its_o
         _HNSW_SETTINGS.format(local="true")]
     assert {hit.id for hit in first.hits} <= {str(m.pk) for m in mine}
     assert {hit.id for hit in second.hits} == {hit.id for hit in first.hits}
+    with connection.cursor() as cursor:  # local to the search's own transaction
+        cursor.execute(session)
+        assert cursor.fetchone() == expected
+
+
+def test_hnsw_settings_that_pgvector_would_refuse_stop_the_checks(settings):
+    """They are set for every connection's session: a bad one is a system check error, not a
+    warning dropped at connect time."""
+    assert check_hnsw_settings(None) == []
+    settings.SEARCH_HNSW_ITERATIVE_SCAN = "strict"
+    settings.SEARCH_HNSW_MAX_SCAN_TUPLES = 0
+    assert [problem.id for problem in check_hnsw_settings(None)] == [
+        "conversations.E004", "conversations.E005"]

@@ -13,7 +13,7 @@ from conversations.models import Conversation
 from conversations.selectors import conversation_for_user, conversations_for_user
 from facts.models import LegacyMembership
 from memory_site.core.errors import NotFound
-from memory_site.core.sql import PreparedRead
+from memory_site.core.sql import PreparedRead, user_and_id_samples
 from tests.factories import ConversationFactory
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_the_read_is_prepared_on_the_server_and_compiled_once(family):
     mine = ConversationFactory(user=family.owner, legacy=family.legacy)
     read = PreparedRead(
         lambda user, pk: conversations_for_user(user).filter(pk=pk).order_by()[:1],
-        samples=lambda: (type(family.owner)(pk=-1), UUID(int=1)),
+        samples=user_and_id_samples,
     )
     assert read(family.owner, mine.pk) == [mine]
     compiled = read._compiled

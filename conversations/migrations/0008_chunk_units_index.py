@@ -2,9 +2,8 @@
 carrying their id and sign bits, so that a search reads its scope's chunk counts and the
 Hamming distance of every chunk in scope from this index alone, without their rows, and the
 newest conversations' chunks by it (issue 11: search cost flat in history). It replaces the
-(user, legacy) index, its prefix, and the partial ix_chunk_embedded of 0008, which counted the
-embedded chunks only; it is made before they are dropped, so that no read is left without
-one."""
+(user, legacy) index, its prefix; it is made before that one is dropped, so that no read is
+left without one."""
 
 from django.conf import settings
 from django.db import migrations, models
@@ -13,7 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0008_chunk_embedded_index'),
+        ('conversations', '0007_embedding_sign_bits'),
         ('facts', '0003_fact_lifecycle_and_conflicts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -26,9 +25,5 @@ class Migration(migrations.Migration):
         migrations.RemoveIndex(
             model_name='conversationchunk',
             name='ix_conv_chunks_user_legacy',
-        ),
-        migrations.RemoveIndex(
-            model_name='conversationchunk',
-            name='ix_chunk_embedded',
         ),
     ]
