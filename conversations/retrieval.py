@@ -39,7 +39,7 @@ from conversations.models import (
 )
 from facts.models import Legacy
 from memory_site.core.ai import EmbeddingError, truncate_to_tokens
-from memory_site.core.sql import json_column, prepared_cursor, quoted_table
+from memory_site.core.sql import json_column, prepared_cursor, prepares_statements, quoted_table
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
 logger = logging.getLogger(__name__)
@@ -385,13 +385,6 @@ m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
 _CHUNK_SCOPE = """
 m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
 """
-# The chunks of the text list's newest conversations (%(text_conv)s: SEARCH_TEXT_MAX_UNITS
-# units, about a twentieth of them chunks), read once by the conversation index: the chunks'
-# text, open-loop and newest lists rank these rows, so that no list reads the whole table's GIN
-# posting lists (a common word's grow with every user's chunks: at 20,000 chunks in the table,
-# a text list by the GIN index read 7,173 entries to find 89 of the scope's) nor the rows of
-# every chunk in scope. The vector lists read every chunk in scope, from ix_chunk_units (the
-# sign bits) or the bits' HNSW index; the full vectors of those they re-rank by primary key.
 
 
 def _chunks_of(conversations: str, columns: str, where: str = "") -> str:
@@ -406,6 +399,13 @@ def _chunks_of(conversations: str, columns: str, where: str = "") -> str:
             "OFFSET 0) AS m")
 
 
+# The chunks of the text list's newest conversations (%(text_conv)s: SEARCH_TEXT_MAX_UNITS
+# units, about a twentieth of them chunks), read once, a conversation at a time: the chunks'
+# text, open-loop and newest lists rank these rows, so that no list reads the whole table's GIN
+# posting lists (a common word's grow with every user's chunks: at 20,000 chunks in the table,
+# a text list by the GIN index read 7,173 entries to find 89 of the scope's) nor the rows of
+# every chunk in scope. The vector lists read every chunk in scope, from ix_chunk_units (the
+# sign bits) or the bits' HNSW index; the full vectors of those they re-rank by primary key.
 _CHUNK_CTE = f"""
 cs AS MATERIALIZED (SELECT m.* FROM {_chunks_of("text_conv", "m.id, m.conversation_id, "
     "m.message_range_start, m.message_range_end, m.created_at, m.search_vector")})
@@ -515,8 +515,7 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
 
     lists = []
     embedded = f"{scope} AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
-    with_bits = (f"{scope} AND m.embedding_model = %(model)s "
-                 "AND m.embedding_bits IS NOT NULL")
+    with_bits = f"{scope} AND m.embedding_model = %(model)s AND m.embedding_bits IS NOT NULL"
     if vector == "exact":
         # MATERIALIZED: the distance of every unit in scope (the scope is at most
         # SEARCH_RERANK_CANDIDATES), so that no index can answer: an HNSW scan without
@@ -697,7 +696,7 @@ def hnsw_session_settings(sender: object, connection: Any, **kwargs: Any) -> Non
     transaction mode (DB_PREPARED_STATEMENTS off) may not be the next statement's: nothing
     is set for it."""
     connection.hnsw_session = None
-    if connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is None:
+    if not prepares_statements(connection):
         return
     values = _hnsw_settings(max(settings.SEARCH_RERANK_CANDIDATES, settings.SEARCH_CANDIDATES))
     with connection.cursor() as cursor:

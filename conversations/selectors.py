@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector
-from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import (
     BooleanField,
@@ -75,16 +74,7 @@ _CONVERSATION_READ = PreparedRead(
 def conversation_for_user(*, user: AbstractBaseUser, conversation_id: object) -> Conversation:
     """The conversation if it is the user's; otherwise NotFound, as if it did not exist (also
     for an id that is not a UUID)."""
-    if not user.is_authenticated:
-        raise NotFound()
-    try:
-        pk = Conversation._meta.pk.to_python(conversation_id)
-    except ValidationError:
-        raise NotFound() from None
-    found = _CONVERSATION_READ(user, pk)
-    if not found:
-        raise NotFound()
-    return found[0]
+    return _CONVERSATION_READ.one_for(user, conversation_id)
 
 
 def message_for_user(*, user: AbstractBaseUser, message_id: object) -> Message:

@@ -42,16 +42,7 @@ _LEGACY_READ = PreparedRead(
 def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
     """The legacy if `user` is a member; otherwise NotFound, the same as if it did not exist
     (also for an id that is not a UUID)."""
-    if not user.is_authenticated:
-        raise NotFound()
-    try:
-        pk = Legacy._meta.pk.to_python(legacy_id)
-    except ValidationError:
-        raise NotFound() from None
-    found = _LEGACY_READ(user, pk)
-    if not found:
-        raise NotFound()
-    return found[0]
+    return _LEGACY_READ.one_for(user, legacy_id)
 
 
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:

@@ -18,11 +18,12 @@ def plan_prepared_statements_once(sender: Any, connection: Any, **kwargs: Any) -
     HNSW list, a statement text of its own, reads the index), and the scope's size picks the
     statement text, not the plan. Measured on two fills with both modes alternating: the same
     hits at every scope, faster up to 10,000 units, about the same at 50,000 (docs/benchmarks.md,
-    sixth session). PostgreSQL's
-    default would plan the first five runs for their values, then keep whichever its
-    estimates favour. Set once per new connection, when statements are prepared
-    (DB_PREPARED_STATEMENTS)."""
-    if connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is None:
+    sixth session). PostgreSQL's default would plan the first five runs for their values, then
+    keep whichever its estimates favour. Set once per new connection, when statements are
+    prepared (DB_PREPARED_STATEMENTS)."""
+    from memory_site.core.sql import prepares_statements
+
+    if not prepares_statements(connection):
         return
     with connection.cursor() as cursor:
         cursor.execute("SET plan_cache_mode = force_generic_plan")

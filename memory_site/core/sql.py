@@ -3,10 +3,11 @@
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import connection
 from django.db.backends.postgresql.base import (
     TIMESTAMPTZ_OID,
@@ -18,6 +19,9 @@ from django.db.backends.postgresql.base import (
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
+from django.db.models.sql.compiler import SQLCompiler
+
+from memory_site.core.errors import NotFound
 
 
 def json_column(value: Any) -> Any:
@@ -50,6 +54,13 @@ class _PreparedDebugWrapper(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
+def prepares_statements(wrapper: Any) -> bool:
+    """Whether the connection (a DatabaseWrapper) prepares statements, and so keeps its session
+    for itself (DB_PREPARED_STATEMENTS; off behind a pooler in transaction mode): what is set
+    for its session when it opens (memory_site.apps, conversations.retrieval) holds only then."""
+    return wrapper.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is not None
+
+
 @contextmanager
 def prepared_cursor() -> Iterator[CursorWrapper]:
     """A cursor of the default connection that binds its parameters on the server (Django's
@@ -77,11 +88,24 @@ def prepared_cursor() -> Iterator[CursorWrapper]:
         cursor.close()
 
 
+@dataclass(frozen=True)
+class _CompiledRead:
+    sql: str
+    positions: list[int]  # each parameter's argument
+    compiler: SQLCompiler
+    model: type[Model]
+    attnames: list[str]  # the model's columns, in the select list from `start` to `end`
+    start: int
+    end: int
+    populators: list  # select_related's, stateless: made once
+
+
 class PreparedRead:
     """A read of model instances (select_related and annotations included) that Django's ORM
     writes once per process and that runs as a statement prepared on the server
     (prepared_cursor): building and compiling a queryset cost more than running it (a
-    conversation with its legacy: 1.2 ms of compiling, 0.4 ms of running). The queryset stays the one source of its rules.
+    conversation with its legacy: 1.2 ms of compiling, 0.4 ms of running). The queryset stays
+    the one source of its rules.
 
     `build(*args)` makes the queryset; `samples()` gives arguments whose values each appear as
     a parameter of the compiled SQL and nowhere else (sentinels), so that each parameter of a
@@ -91,9 +115,9 @@ class PreparedRead:
     def __init__(self, build: Callable[..., QuerySet], samples: Callable[[], tuple]) -> None:
         self._build = build
         self._samples = samples
-        self._compiled: tuple | None = None
+        self._compiled: _CompiledRead | None = None
 
-    def _compile(self) -> tuple:
+    def _compile(self) -> _CompiledRead:
         samples = self._samples()
         queryset = self._build(*samples)
         compiler = queryset.query.get_compiler(using=queryset.db)
@@ -107,27 +131,45 @@ class PreparedRead:
             ) from None
         klass_info = compiler.klass_info
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
-        return (sql, positions, compiler, klass_info["model"],
-                [column[0].target.attname for column in compiler.select[start:end]], start, end)
+        return _CompiledRead(
+            sql=sql, positions=positions, compiler=compiler, model=klass_info["model"],
+            attnames=[column[0].target.attname for column in compiler.select[start:end]],
+            start=start, end=end,
+            populators=get_related_populators(klass_info, compiler.select, queryset.db),
+        )
 
     def __call__(self, *args: Any) -> list[Model]:
         if self._compiled is None:
             self._compiled = self._compile()
-        sql, positions, compiler, model, attnames, start, end = self._compiled
+        read = self._compiled
         with prepared_cursor() as cursor:
-            cursor.execute(sql, [_param_value(args[i]) for i in positions])
+            cursor.execute(read.sql, [_param_value(args[i]) for i in read.positions])
             rows = cursor.fetchall()
-        alias = connection.alias
-        populators = get_related_populators(compiler.klass_info, compiler.select, alias)
         objects = []
-        for row in compiler.results_iter([rows]):
-            obj = model.from_db(alias, attnames, row[start:end])
-            for populator in populators:
+        for row in read.compiler.results_iter([rows]):
+            obj = read.model.from_db(connection.alias, read.attnames, row[read.start:read.end])
+            for populator in read.populators:
                 populator.populate(row, obj)
-            for name, position in compiler.annotation_col_map.items():
+            for name, position in read.compiler.annotation_col_map.items():
                 setattr(obj, name, row[position])
             objects.append(obj)
         return objects
+
+    def one_for(self, user: Any, object_id: object) -> Model:
+        """The one row of a read by (user, id) (user_and_id_samples); NotFound, as if it did not
+        exist, for an anonymous user, an id that is not one of the model's, and no row."""
+        if not user.is_authenticated:
+            raise NotFound()
+        if self._compiled is None:
+            self._compiled = self._compile()
+        try:
+            pk = self._compiled.model._meta.pk.to_python(object_id)
+        except ValidationError:
+            raise NotFound() from None
+        found = self(user, pk)
+        if not found:
+            raise NotFound()
+        return found[0]
 
 
 def user_and_id_samples() -> tuple[Model, UUID]:

@@ -449,19 +449,13 @@ def test_an_older_conversations_chunk_is_a_candidate_by_its_vector_or_all_its_wo
     import_messages(newest, [("user", f"Filler number {i}.") for i in range(5)],
                     last_message_at=timezone.now())
 
-    statements: list[str] = []
-
-    def record(execute, sql, params, many, context):  # noqa: ANN001, ANN202
-        statements.append(sql)
-        return execute(sql, params, many, context)
-
     def chunk_hit(**kwargs: object) -> tuple[SearchHit, bool]:
         """The chunk's hit, and whether older chunks were a text list of their own."""
-        statements.clear()
-        with connection.execute_wrapper(record):
+        with CaptureQueriesContext(connection) as queries:
             result = search_conversations(user=family.owner, legacy=family.legacy,
                                           query="orchard river", k=3, **kwargs)
-        listed = any("SELECT 'text_all' AS list, 'chunk'" in sql for sql in statements)
+        listed = any("SELECT 'text_all' AS list, 'chunk'" in query["sql"]
+                     for query in queries.captured_queries)
         return next(hit for hit in result.hits if hit.id == str(chunk.pk)), listed
 
     settings.SEARCH_TEXT_MAX_UNITS = 5  # the newest conversation's units
@@ -973,28 +967,23 @@ def test_the_hnsw_settings_are_the_sessions_and_a_search_of_another_r_sets_its_o
         assert cursor.fetchone() == expected
     assert connection.hnsw_session == {"hnsw_iterative": expected[0], "hnsw_ef": expected[1],
                                        "hnsw_max_tuples": expected[2]}
-    statements: list[str] = []
-
-    def record(execute, sql, params, many, context):  # noqa: ANN001, ANN202
-        statements.append(sql)
-        return execute(sql, params, many, context)
+    def set_configs(queries: CaptureQueriesContext) -> list[str]:
+        return [query["sql"] for query in queries.captured_queries if "set_config" in query["sql"]]
 
     settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 0
     settings.SEARCH_EXACT_SCAN_MAX_UNITS = 0  # the HNSW path
     query_vector = get_embedder().embed([QUERY])[0]
     mine = _messages_near(ConversationFactory(user=family.owner, legacy=family.legacy),
                           query_vector, 60, 0.05, 900)
-    with connection.execute_wrapper(record):
+    with CaptureQueriesContext(connection) as queries:
         first = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
     assert first.vector_scan == "hnsw"
-    assert not [sql for sql in statements if "set_config" in sql]
-    statements.clear()
+    assert set_configs(queries) == []
     settings.SEARCH_RERANK_CANDIDATES = 55  # another ef_search than the session's
-    with connection.execute_wrapper(record):
+    with CaptureQueriesContext(connection) as queries:
         second = search_conversations(user=family.owner, legacy=family.legacy, query=QUERY, k=5)
     assert second.vector_scan == "hnsw"
-    assert [sql for sql in statements if "set_config" in sql] == [
-        _HNSW_SETTINGS.format(local="true")]
+    assert set_configs(queries) == [_HNSW_SETTINGS.format(local="true")]
     assert {hit.id for hit in first.hits} <= {str(m.pk) for m in mine}
     assert {hit.id for hit in second.hits} == {hit.id for hit in first.hits}
     with connection.cursor() as cursor:  # local to the search's own transaction
