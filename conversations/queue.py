@@ -4,12 +4,9 @@ the jobs (which import the services)."""
 from uuid import UUID
 
 from django.conf import settings
-from django_q.brokers import get_broker
-from django_q.brokers.redis_broker import Redis as RedisBroker
-from django_q.conf import Conf
-from django_q.models import OrmQ
-from django_q.signing import BadSignature, SignedPackage
 from django_q.tasks import async_task
+
+from memory_site.core.jobs import queued_task_names
 
 # The memory jobs' successes are not saved as django-q2 result rows: nothing reads them (a
 # job's effects are the rows it writes; an archive failure is in the conversation's
@@ -61,7 +58,7 @@ def queued_embeddings() -> set[str]:
     """Ids of the conversations with an embedding job in the queue (as queued_summarizations)."""
     return {
         name.removeprefix(EMBED_TASK_NAME_PREFIX)
-        for name in _queued_task_names()
+        for name in queued_task_names()
         if isinstance(name, str) and name.startswith(EMBED_TASK_NAME_PREFIX)
     }
 
@@ -79,21 +76,6 @@ def queued_summarizations() -> set[str]:
     """
     return {
         name.removeprefix(SUMMARIZE_TASK_NAME_PREFIX)
-        for name in _queued_task_names()
+        for name in queued_task_names()
         if isinstance(name, str) and name.startswith(SUMMARIZE_TASK_NAME_PREFIX)
     }
-
-
-def _queued_task_names() -> list[object]:
-    if Conf.ORM:
-        return [package.name() for package in OrmQ.objects.using(Conf.ORM).only("payload")]
-    broker = get_broker()
-    if isinstance(broker, RedisBroker):
-        names = []
-        for payload in broker.connection.lrange(broker.list_key, 0, -1):
-            try:
-                names.append(SignedPackage.loads(payload).get("name"))
-            except (BadSignature, AttributeError, TypeError):
-                continue
-        return names
-    return []

@@ -337,6 +337,13 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0)
 # Attempts of one delivery; after the n-th failure the next waits this long doubled n-1 times.
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5)
 WEBHOOK_RETRY_BACKOFF_SECONDS = env_int("WEBHOOK_RETRY_BACKOFF_SECONDS", 30)
+# The deliveries' safety net (webhooks.delivery_sweep, a schedule every
+# WEBHOOK_SWEEP_INTERVAL_MINUTES): a pending delivery whose attempt is overdue by
+# WEBHOOK_SWEEP_GRACE_SECONDS with no job waiting for it (its job lost by the broker, or its
+# worker gone mid-attempt) is queued again, at most WEBHOOK_SWEEP_BATCH a run.
+WEBHOOK_SWEEP_INTERVAL_MINUTES = env_int("WEBHOOK_SWEEP_INTERVAL_MINUTES", 5)
+WEBHOOK_SWEEP_GRACE_SECONDS = env_int("WEBHOOK_SWEEP_GRACE_SECONDS", 600)
+WEBHOOK_SWEEP_BATCH = env_int("WEBHOOK_SWEEP_BATCH", 500)
 # Only for development and tests: lets endpoints resolve to private or loopback addresses.
 WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
 

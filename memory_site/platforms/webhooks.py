@@ -1,7 +1,8 @@
 """Webhooks: the endpoint URL rules (http(s) only, public addresses only), the signature, and the
-two jobs, `fan_out` (an event to a delivery per endpoint of the user's platform) and `deliver`
-(one signed POST, retried with backoff). Delivery is at least once: receivers dedupe by
-X-Webhook-Id. See docs/webhooks.md."""
+jobs, `fan_out` (an event to a delivery per endpoint of the user's platform), `deliver` (one
+signed POST, retried with backoff) and `delivery_sweep` (a pending delivery whose job was lost
+is queued again). Delivery is at least once: receivers dedupe by X-Webhook-Id. See
+docs/webhooks.md."""
 
 import hashlib
 import hmac
@@ -22,11 +23,14 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task, schedule
 
+from memory_site.core.jobs import queued_task_names
 from memory_site.platforms.models import PlatformUser, WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "memory_site.platforms.webhooks.deliver"
+# One name per delivery, so that the sweep can tell which deliveries have a job queued.
+DELIVER_TASK_NAME_PREFIX = "webhook:"
 SIGNATURE_HEADER = "X-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Webhook-Timestamp"
 ID_HEADER = "X-Webhook-Id"
@@ -121,7 +125,8 @@ def _post(*, url: str, body: bytes, headers: dict[str, str]) -> int:
 
 def _enqueue_delivery(delivery_id: int) -> None:
     async_task(
-        DELIVER_TASK, delivery_id, group="webhooks", task_name=f"webhook:{delivery_id}",
+        DELIVER_TASK, delivery_id, group="webhooks",
+        task_name=f"{DELIVER_TASK_NAME_PREFIX}{delivery_id}",
         sync=bool(settings.Q_CLUSTER.get("sync", False)),
     )
 
@@ -244,3 +249,49 @@ def deliver(delivery_id: int) -> str:
     logger.info("Webhook delivery %s attempt %d failed (%s); next at %s",
                 delivery.pk, delivery.attempts, error, next_attempt_at)
     return WebhookDelivery.Status.PENDING
+
+
+def _waiting(delivery_ids: list[int]) -> set[int]:
+    """Those of the deliveries that have a job waiting: queued (on the ORM broker, or taken by a
+    worker and not finished; on Redis, not taken yet) or a retry's one-off schedule."""
+    by_name = {f"{DELIVER_TASK_NAME_PREFIX}{pk}": pk for pk in delivery_ids}
+    waiting = {by_name[name] for name in queued_task_names()
+               if isinstance(name, str) and name in by_name}
+    # django-q2 keeps a schedule's positional arguments as the text of their tuple.
+    by_args = {repr((pk,)): pk for pk in delivery_ids}
+    waiting.update(
+        by_args[args] for args in Schedule.objects.filter(func=DELIVER_TASK, args__in=by_args)
+        .values_list("args", flat=True)
+    )
+    return waiting
+
+
+def delivery_sweep() -> dict[str, int]:
+    """Job (scheduled every WEBHOOK_SWEEP_INTERVAL_MINUTES): the deliveries' safety net. A
+    pending delivery whose attempt is overdue by WEBHOOK_SWEEP_GRACE_SECONDS and has no job
+    waiting for it lost its job (a broker that dropped it or never took it, a worker gone
+    mid-attempt); it is queued again, oldest first, at most WEBHOOK_SWEEP_BATCH a run, and its
+    next attempt is set to now, so that a later sweep waits the grace again before queueing it
+    once more. An attempt that was only late may then be made twice (at least once: receivers
+    dedupe by X-Webhook-Id). Returns how many were queued and how many had a job waiting."""
+    now = timezone.now()
+    overdue = list(
+        WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING,
+            next_attempt_at__lte=now - timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_SECONDS),
+        ).order_by("next_attempt_at", "pk").values_list("pk", flat=True)
+        [:settings.WEBHOOK_SWEEP_BATCH]
+    )
+    if not overdue:
+        return {"enqueued": 0, "waiting": 0}
+    waiting = _waiting(overdue)
+    lost = [pk for pk in overdue if pk not in waiting]
+    WebhookDelivery.objects.filter(pk__in=lost, status=WebhookDelivery.Status.PENDING).update(
+        next_attempt_at=now
+    )
+    for delivery_id in lost:
+        _enqueue_delivery(delivery_id)
+    if lost:
+        logger.warning("Webhook sweep: %d overdue deliveries queued again (%d had a job waiting)",
+                       len(lost), len(waiting))
+    return {"enqueued": len(lost), "waiting": len(waiting)}

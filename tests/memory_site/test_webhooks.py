@@ -2,7 +2,8 @@
 another platform's is a 404); the pipeline's events reach a local receiver signed, stamped and
 with their id; a failing endpoint is retried with backoff, then failed, and never touches the
 pipeline; no http(s), private addresses and redirects are refused; users of no platform emit
-nothing, and an event nobody can receive queues no fan-out job."""
+nothing, and an event nobody can receive queues no fan-out job; a pending delivery whose job
+was lost is sent by the sweep, and one with a job waiting is left to it."""
 
 import ast
 import hashlib
@@ -10,6 +11,7 @@ import hmac
 import json
 import threading
 import time
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -23,7 +25,7 @@ from facts.models import LegacyFact
 from memory_site.core import events
 from memory_site.platforms.models import PlatformKey, WebhookDelivery, WebhookEndpoint
 from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
-from memory_site.platforms.webhooks import DELIVER_TASK, deliver, fan_out
+from memory_site.platforms.webhooks import DELIVER_TASK, deliver, delivery_sweep, fan_out
 from tests.factories import ConversationFactory, LegacyFactory, UserFactory, import_messages
 
 pytestmark = pytest.mark.django_db
@@ -395,3 +397,100 @@ def test_without_a_registered_check_every_event_is_queued(platform, queued, monk
         events.publish(events.FACTS_EXTRACTED, user_id=person.pk, data={"n": 1})
     [task] = _queued_fan_outs()
     assert task["args"][0]["user_id"] == person.pk
+
+
+# --- The sweep: deliveries whose job was lost ------------------------------------------------
+
+
+def _lost_delivery(platform: str, receiver: Receiver, capture) -> WebhookDelivery:
+    """A pending delivery whose deliver job never reached the queue (the broker dropped it)."""
+    key = PlatformKey.objects.get_from_key(platform)
+    platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    _register(platform, receiver.url)
+    event = {"id": "6f1c4d7e-0000-4000-8000-000000000001", "type": events.SUMMARY_COMPLETED,
+             "created_at": timezone.now().isoformat(), "user_id": platform_user.user_id,
+             "data": {"n": 1}}
+    with capture(execute=False):  # its on-commit enqueue never runs
+        assert fan_out(event) == 1
+    return WebhookDelivery.objects.get()
+
+
+def _overdue(delivery: WebhookDelivery, settings, by_seconds: int) -> None:
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=timezone.now() - timedelta(
+            seconds=settings.WEBHOOK_SWEEP_GRACE_SECONDS + by_seconds))
+
+
+def test_the_sweep_sends_a_delivery_whose_job_was_lost_once_past_the_grace(
+        platform, receiver, settings, django_capture_on_commit_callbacks):
+    delivery = _lost_delivery(platform, receiver, django_capture_on_commit_callbacks)
+    # Inside the grace its job may only be late: nothing is queued.
+    _overdue(delivery, settings, by_seconds=-60)
+    assert delivery_sweep() == {"enqueued": 0, "waiting": 0}
+    assert receiver.requests == []
+    _overdue(delivery, settings, by_seconds=1)
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("delivered", 1)
+    [sent] = receiver.requests
+    assert sent["headers"]["X-Webhook-Id"] == str(delivery.event_id)
+    assert delivery_sweep() == {"enqueued": 0, "waiting": 0}  # delivered: left alone
+
+
+def test_the_sweep_queues_a_lost_delivery_once_per_grace(
+        platform, receiver, settings, queued, django_capture_on_commit_callbacks):
+    delivery = _lost_delivery(platform, receiver, django_capture_on_commit_callbacks)
+    _overdue(delivery, settings, by_seconds=1)
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
+    [job] = [q.task for q in OrmQ.objects.all() if q.task["func"] == DELIVER_TASK]
+    assert job["args"] == (delivery.pk,) and job["name"] == f"webhook:{delivery.pk}"
+    delivery.refresh_from_db()
+    assert delivery.next_attempt_at > timezone.now() - timedelta(seconds=60)
+    # Its job waits in the queue: even overdue again, it is not queued twice.
+    _overdue(delivery, settings, by_seconds=1)
+    assert delivery_sweep() == {"enqueued": 0, "waiting": 1}
+    assert len([q for q in OrmQ.objects.all() if q.task["func"] == DELIVER_TASK]) == 1
+    assert receiver.requests == []
+
+
+def test_the_sweep_leaves_a_delivery_to_its_retry_schedule(
+        platform, receiver, settings, django_capture_on_commit_callbacks):
+    receiver.status = 500
+    delivery = _lost_delivery(platform, receiver, django_capture_on_commit_callbacks)
+    assert deliver(delivery.pk) == "pending"  # its retry is a one-off schedule
+    assert Schedule.objects.filter(func=DELIVER_TASK).count() == 1
+    _overdue(delivery, settings, by_seconds=1)  # the scheduler was down past the grace
+    assert delivery_sweep() == {"enqueued": 0, "waiting": 1}
+    assert len(receiver.requests) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 1)
+    # The schedule ran and its job was lost with the worker: the sweep queues it.
+    Schedule.objects.filter(func=DELIVER_TASK).delete()
+    receiver.status = 200
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("delivered", 2)
+
+
+def test_the_sweep_is_a_schedule_and_takes_at_most_a_batch(
+        platform, receiver, settings, queued, django_capture_on_commit_callbacks):
+    sweep = Schedule.objects.get(name="webhook delivery sweep")
+    assert (sweep.func, sweep.schedule_type, sweep.minutes) == (
+        "memory_site.platforms.webhooks.delivery_sweep", Schedule.MINUTES,
+        settings.WEBHOOK_SWEEP_INTERVAL_MINUTES)
+    delivery = _lost_delivery(platform, receiver, django_capture_on_commit_callbacks)
+    failed = WebhookDelivery.objects.create(
+        endpoint=delivery.endpoint, event_id="6f1c4d7e-0000-4000-8000-000000000002",
+        event_type=delivery.event_type, payload=delivery.payload, status="failed")
+    newer = WebhookDelivery.objects.create(
+        endpoint=delivery.endpoint, event_id="6f1c4d7e-0000-4000-8000-000000000003",
+        event_type=delivery.event_type, payload=delivery.payload)
+    for row in (delivery, failed, newer):
+        _overdue(row, settings, by_seconds=100 if row is delivery else 1)
+    settings.WEBHOOK_SWEEP_BATCH = 1
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}  # the most overdue first
+    assert [q.task["args"] for q in OrmQ.objects.all()] == [(delivery.pk,)]
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
+    assert sorted(q.task["args"] for q in OrmQ.objects.all()) == [(delivery.pk,), (newer.pk,)]
+    failed.refresh_from_db()
+    assert failed.status == "failed"
