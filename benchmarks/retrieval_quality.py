@@ -14,6 +14,12 @@ and prints, per variant of the settings, at top 5 and top 10:
 - tokens: the mean tiktoken count of the hits' text.
 
     .venv/bin/python benchmarks/retrieval_quality.py [--data FILE] [--variants baseline,window-0-0 …]
+
+With --pad-units N, each legacy gets newer sessions after its own, borrowed from the set's other
+legacies (and from retrieval_dev.json), until they hold N messages: its own sessions, where the
+evidence is, are then older than the newest N units, beyond the text lists' window
+(SEARCH_TEXT_MAX_UNITS) when N is larger. The borrowed sessions are about other people: they are
+what a long history adds, not answers.
 """
 
 import argparse
@@ -56,6 +62,9 @@ VARIANTS: dict[str, dict] = {
     "rerank-50": {"SEARCH_RERANK_CANDIDATES": 50},
     "rerank-200": {"SEARCH_RERANK_CANDIDATES": 200},
     "text-units-300": {"SEARCH_TEXT_MAX_UNITS": 300},
+    "text-units-500": {"SEARCH_TEXT_MAX_UNITS": 500},
+    "text-units-1000": {"SEARCH_TEXT_MAX_UNITS": 1000},
+    "text-units-5000": {"SEARCH_TEXT_MAX_UNITS": 5000},
     "text-matches-100": {"SEARCH_TEXT_MAX_MATCHES": 100},
     "text-matches-200": {"SEARCH_TEXT_MAX_MATCHES": 200},
     "candidates-20": {"SEARCH_CANDIDATES": 20},
@@ -70,7 +79,23 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def load(data: dict) -> list[dict]:
+def padding(data: dict, legacy: dict, units: int) -> list[list[dict]]:
+    """Sessions of the other legacies of `data` and of the small set, in turn, until they hold
+    `units` messages."""
+    pool = [session for other in data["legacies"] if other is not legacy
+            for session in other["sessions"]]
+    small = json.loads(DATA.read_text(encoding="utf-8"))
+    if small["legacies"] != data["legacies"]:
+        pool += [session for other in small["legacies"] for session in other["sessions"]]
+    sessions: list[list[dict]] = []
+    while units > 0 and pool:
+        session = pool[len(sessions) % len(pool)]
+        sessions.append(session)
+        units -= len(session)
+    return sessions
+
+
+def load(data: dict, pad_units: int = 0) -> list[dict]:
     """Every legacy of the set with its user and one closed, archived, embedded conversation per
     session; the sessions a week apart, the last one a day ago. Returns per legacy
     {user, legacy, conversations}."""
@@ -87,7 +112,8 @@ def load(data: dict) -> list[dict]:
         user = get_user_model().objects.create_user(username=entry["username"], password="x")
         legacy = legacy_create(user=user, name=entry["name"])
         conversations = []
-        sessions = entry["sessions"]
+        # The legacy's own sessions first (the questions' evidence names them by position).
+        sessions = entry["sessions"] + padding(data, entry, pad_units)
         for number, session in enumerate(sessions):
             conversation = services.conversation_create(user=user, legacy=legacy,
                                                         title=f"Session {number + 1}")
@@ -167,6 +193,9 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated names of VARIANTS")
     parser.add_argument("--k", default="1,3,5,10", help="comma-separated cut-offs")
+    parser.add_argument("--pad-units", type=int, default=0,
+                        help="newer sessions of other people after each legacy's own, until "
+                             "they hold this many messages (default 0: none)")
     args = parser.parse_args()
     os.environ.setdefault("MEMORY_TEST_DB", "retrieval_quality")
 
@@ -181,9 +210,11 @@ def main() -> None:
     original_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        loaded = load(data)
+        loaded = load(data, args.pad_units)
         print(f"{len(data['questions'])} questions over "
-              f"{sum(len(e['sessions']) for e in data['legacies'])} sessions")
+              f"{sum(len(e['sessions']) for e in data['legacies'])} sessions"
+              + (f", each legacy's followed by {args.pad_units:,} messages of others"
+                 if args.pad_units else ""))
         for name in args.variants.split(","):
             overrides = dict(VARIANTS[name.strip()])
             include = overrides.pop("SEARCH_INCLUDE_MESSAGES", True)
