@@ -775,7 +775,7 @@ def main() -> None:
     parser.add_argument("--skip-index", action="append", default=[], metavar="NAME",
                         help="an HNSW or GIN index not built again after the load (repeatable):"
                              " one no measured query reads, whose build would take most of the"
-                             " run (the chunks' HNSW indexes at a million chunks); the report"
+                             " run (the chunks' HNSW index at a million chunks); the report"
                              " names it")
     parser.add_argument("--keep", type=Path, metavar="FILE",
                         help="keep the filled database and write what measures it again to"

@@ -276,7 +276,8 @@ class ConversationChunk(models.Model):
         indexes = [
             # A user's chunks about a legacy, by conversation: a search reads its scope's chunk
             # counts and the sign bits of all of them from this index alone (the bits are NULL
-            # exactly when the vector is), and the newest conversations' chunks by it.
+            # exactly when the vector is), and the newest conversations' chunks by it. Chunks
+            # have no HNSW index of their bits: no search reads one (retrieval._vector_scan).
             models.Index(fields=["user", "legacy", "conversation", "embedding_model"],
                          include=["id", "embedding_bits"], name="ix_chunk_units"),
             GinIndex(fields=["search_vector"], name="ix_chunk_search_vector"),
@@ -287,7 +288,6 @@ class ConversationChunk(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
-            _bits_hnsw("ix_chunk_embedding_bits"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -382,9 +382,6 @@ q AS MATERIALIZED (SELECT v, binary_quantize(v) AS b,
 _MESSAGE_SCOPE = """
 m.conversation_id = ANY(%(conv)s::uuid[]) AND m.role IN ('user', 'assistant')
 """
-_CHUNK_SCOPE = """
-m.user_id = %(user_id)s AND m.legacy_id = %(legacy_id)s AND m.conversation_id = ANY(%(conv)s::uuid[])
-"""
 
 
 def _chunks_of(conversations: str, columns: str, where: str = "") -> str:
@@ -404,8 +401,9 @@ def _chunks_of(conversations: str, columns: str, where: str = "") -> str:
 # text, open-loop and newest lists rank these rows, so that no list reads the whole table's GIN
 # posting lists (a common word's grow with every user's chunks: at 20,000 chunks in the table,
 # a text list by the GIN index read 7,173 entries to find 89 of the scope's) nor the rows of
-# every chunk in scope. The vector lists read every chunk in scope, from ix_chunk_units (the
-# sign bits) or the bits' HNSW index; the full vectors of those they re-rank by primary key.
+# every chunk in scope. The vector list reads every chunk in scope, from ix_chunk_units (the
+# sign bits; never the bits' HNSW index: _vector_scan); the full vectors of those it re-ranks
+# by primary key.
 _CHUNK_CTE = f"""
 cs AS MATERIALIZED (SELECT m.* FROM {_chunks_of("text_conv", "m.id, m.conversation_id, "
     "m.message_range_start, m.message_range_end, m.created_at, m.search_vector")})
@@ -492,12 +490,10 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
     With `chunk_text_all` (and `text` "all"), the chunks of the older conversations that hold
     every word are a text list too, as when a chunk may be found by no vector."""
     # A chunk list reads the newest conversations' chunks (the CTE cs: scoped already), but
-    # the vector lists (and the all-words list, chunk_text_all) read every chunk in scope:
-    # the bits list and the all-words list one conversation at a time (_chunks_of), the HNSW
-    # list through the table (table_scope).
-    table, table_scope = (("{messages}", _MESSAGE_SCOPE) if kind == "message"
-                          else ("{chunks}", _CHUNK_SCOPE))
-    source, scope = (table, table_scope) if kind == "message" else ("cs", "TRUE")
+    # the vector list (and the all-words list, chunk_text_all) reads every chunk in scope, one
+    # conversation at a time (_chunks_of); chunks are never read by the HNSW index.
+    table = "{messages}" if kind == "message" else "{chunks}"
+    source, scope = (table, _MESSAGE_SCOPE) if kind == "message" else ("cs", "TRUE")
     if kind == "chunk" and vector == "exact":
         vector = "bits"  # the Hamming order of at most r chunks, all re-ranked by cosine
 
@@ -543,13 +539,15 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             "ORDER BY d, b.id LIMIT %(n)s) AS x, q, w"
         )
     elif vector == "hnsw":
-        # The HNSW index of the sign bits with an iterative scan: it reads on until it has
-        # SEARCH_RERANK_CANDIDATES units in scope, whose vectors (and carried columns) it has
-        # read with them; they are re-ranked by cosine distance.
+        # The messages' HNSW index of the sign bits with an iterative scan: it reads on until it
+        # has SEARCH_RERANK_CANDIDATES units in scope, whose vectors (and carried columns) it
+        # has read with them; they are re-ranked by cosine distance.
+        if kind != "message":
+            raise ValueError("only messages are read by the HNSW index (_vector_scan)")
         lists.append(
             head("vector") +
             f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {table} m "
-            f"WHERE {table_scope} AND m.embedding_model = %(model)s "
+            f"WHERE {_MESSAGE_SCOPE} AND m.embedding_model = %(model)s "
             "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
             "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
             "AS x, q, w"
@@ -652,7 +650,7 @@ def _add_rows(units: dict[tuple, _Unit], rows: list[tuple]) -> None:
             unit.distance = distance
 
 
-def _vector_scan(embedded: int, table_rows: int = 0) -> str:
+def _vector_scan(embedded: int, table_rows: int = 0, *, kind: str = "message") -> str:
     """How a vector list of a scope with `embedded` units is read: "exact" (cosine distance of
     every unit: no more than the re-ranking would take), "bits" (Hamming distance of every
     unit's sign bits, the nearest re-ranked by cosine) or "hnsw" (the sign bits' HNSW index
@@ -661,10 +659,17 @@ def _vector_scan(embedded: int, table_rows: int = 0) -> str:
     The index scan reads the table's units in distance order, all users', until it has
     SEARCH_RERANK_CANDIDATES of the scope: about that many times table_rows / embedded. When
     that is more than SEARCH_HNSW_SCAN_BUDGET (a scope that is a small share of a large table:
-    one user's chunks among a million), the Hamming scan of the scope is cheaper."""
+    one user's messages among millions), the Hamming scan of the scope is cheaper.
+
+    Chunks are always read by their bits (an index-only scan of ix_chunk_units): they are a
+    twentieth of the units, and a plan made without the values (memory_site.apps) never takes
+    their HNSW index, whose scope filter (user and legacy) it estimates at one row. At 50,000
+    units (2,380 chunks among 200,000) such a plan read every chunk of the scope from the
+    table instead, 5 ms (docs/benchmarks.md, seventh session)."""
     if embedded <= settings.SEARCH_RERANK_CANDIDATES:
         return "exact"
-    if embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS or not iterative_scans_supported():
+    if (kind == "chunk" or embedded <= settings.SEARCH_EXACT_SCAN_MAX_UNITS
+            or not iterative_scans_supported()):
         return "bits"
     expected = settings.SEARCH_RERANK_CANDIDATES * max(table_rows, embedded) / embedded
     return "bits" if expected > settings.SEARCH_HNSW_SCAN_BUDGET else "hnsw"
@@ -725,7 +730,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
     units at most, the newest units' list `n_recent`."""
     vector = params["vec"] is not None
     embedded = {"message": scope.messages_embedded, "chunk": scope.chunks_embedded}
-    scans = {kind: _vector_scan(embedded[kind], scope.table_rows.get(kind, 0))
+    scans = {kind: _vector_scan(embedded[kind], scope.table_rows.get(kind, 0), kind=kind)
              for kind in embedded}
     present = {"message": scope.include_messages and scope.messages > 0,
                "chunk": scope.chunks > 0}

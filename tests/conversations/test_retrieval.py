@@ -327,6 +327,9 @@ def test_a_small_share_of_a_large_table_is_scanned_by_its_bits_not_the_index(set
     assert _vector_scan(3000, 0) == "hnsw"  # a table never analysed: the scope is all of it
     assert _vector_scan(2000, 1_000_000) == "bits"  # small enough to compare every unit
     assert _vector_scan(100, 1_000_000) == "exact"
+    # Chunks are always compared by their bits: a generic plan never takes their HNSW index.
+    assert _vector_scan(3000, 0, kind="chunk") == "bits"
+    assert _vector_scan(100, 0, kind="chunk") == "exact"
 
 
 def test_the_hnsw_path_with_iterative_scans_keeps_the_scope(family, settings):
@@ -860,8 +863,7 @@ def test_reembed_changes_the_dimensions_and_embeds_everything(family, settings):
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
                        "WHERE indexdef LIKE '%embedding_bits%' ORDER BY indexname")
         indexes = dict(cursor.fetchall())
-    assert sorted(indexes) == ["ix_chunk_embedding_bits", "ix_chunk_units",
-                               "ix_message_embedding_bits", "ix_message_units"]
+    assert sorted(indexes) == ["ix_chunk_units", "ix_message_embedding_bits", "ix_message_units"]
     assert "hnsw (embedding_bits bit_hamming_ops)" in indexes["ix_message_embedding_bits"]
     assert "INCLUDE (id, embedding_bits)" in indexes["ix_message_units"]
     assert ("(user_id, legacy_id, conversation_id, embedding_model) INCLUDE (id, embedding_bits)"
