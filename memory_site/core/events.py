@@ -1,12 +1,15 @@
-"""Domain events for platforms' webhooks: a service publishes one inside its transaction, and a
-job (memory_site.platforms.webhooks.fan_out, enqueued by name on commit) delivers it.
+"""Domain events for platforms' webhooks: a service publishes one inside its transaction, and
+its deliveries are written in that transaction (memory_site.platforms.webhooks.fan_out), so they
+commit with the write that published it or not at all; their deliver jobs are queued at commit.
 
 The events (docs/webhooks.md): `facts.extracted`, `fact.superseded`, `summary.completed`,
 `conversation.archived` and `user.erased`.
 
-The platforms app registers a receivers check (`register_receivers_check`) in its
-AppConfig.ready(): an event that nobody can receive queues no job at all. This module never
-imports the platforms app (the layers in docs/architecture.md).
+The platforms app registers, in its AppConfig.ready(), a receivers check
+(`register_receivers_check`: an event that nobody can receive costs nothing more) and the
+fan-out (`register_fan_out`). Without a fan-out registered, a fan-out job is queued by name at
+commit, as before. This module never imports the platforms app (the layers in
+docs/architecture.md).
 """
 
 import json
@@ -17,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -39,10 +42,22 @@ ReceiversCheck = Callable[[int, str], bool]
 _receivers_check: ReceiversCheck | None = None
 
 
+# `fan_out(event)`: writes the event's deliveries (and queues their jobs at commit). None: a
+# fan-out job is queued at commit instead.
+FanOut = Callable[[dict[str, Any]], int]
+_fan_out: FanOut | None = None
+
+
 def register_receivers_check(check: ReceiversCheck | None) -> None:
     """Set (or, with None, remove) the check that tells whether an event has any receiver."""
     global _receivers_check
     _receivers_check = check
+
+
+def register_fan_out(fan_out: FanOut | None) -> None:
+    """Set (or, with None, remove) what writes an event's deliveries when it is published."""
+    global _fan_out
+    _fan_out = fan_out
 
 
 def has_receivers(user_id: int, event_type: str) -> bool:
@@ -58,10 +73,15 @@ def has_receivers(user_id: int, event_type: str) -> bool:
 
 
 def publish(event_type: str, *, user_id: int, data: dict[str, Any]) -> None:
-    """Queue the event of `user_id` once the current transaction commits (at once outside one);
-    a rolled-back write publishes nothing. A no-op with WEBHOOKS_ENABLED off. At commit, an
-    event with no receiver (`has_receivers`) queues no job. `data` becomes JSON here (UUIDs
-    and datetimes as strings)."""
+    """The event of `user_id`, delivered once the current transaction commits (at once outside
+    one); a rolled-back write publishes nothing. A no-op with WEBHOOKS_ENABLED off, and for an
+    event with no receiver (`has_receivers`). `data` becomes JSON here (UUIDs and datetimes as
+    strings).
+
+    With a fan-out registered, the event's deliveries are written now, in the caller's
+    transaction: no event is lost between a commit and a job the broker never took (a broker
+    down at commit, a process gone in between); their deliver jobs are queued at commit, and
+    webhooks.delivery_sweep queues again a delivery whose job was lost."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"Unknown event type {event_type!r}")
     if not settings.WEBHOOKS_ENABLED:
@@ -73,8 +93,23 @@ def publish(event_type: str, *, user_id: int, data: dict[str, Any]) -> None:
         "user_id": user_id,
         "data": json.loads(json.dumps(data, cls=DjangoJSONEncoder)),
     }
+    if _fan_out is not None:
+        _fan_out_now(event, _fan_out)
+        return
     # robust: a broker that fails to take the event never fails the write that published it.
     transaction.on_commit(lambda: _enqueue(event), robust=True)
+
+
+def _fan_out_now(event: dict[str, Any], fan_out: FanOut) -> None:
+    try:
+        # A savepoint: a check or fan-out that fails leaves the caller's write as it was, to
+        # commit, and the event to a job.
+        with transaction.atomic():
+            if has_receivers(event["user_id"], event["type"]):
+                fan_out(event)
+    except DatabaseError:
+        logger.exception("Webhook fan-out of event %s failed; queueing it as a job", event["id"])
+        transaction.on_commit(lambda: _enqueue(event), robust=True)
 
 
 def _enqueue(event: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
-"""Webhooks: the endpoint URL rules (http(s) only, public addresses only), the signature, and the
-jobs, `fan_out` (an event to a delivery per endpoint of the user's platform), `deliver` (one
-signed POST, retried with backoff) and `delivery_sweep` (a pending delivery whose job was lost
-is queued again). Delivery is at least once: receivers dedupe by X-Webhook-Id. See
+"""Webhooks: the endpoint URL rules (http(s) only, public addresses only), the signature,
+`fan_out` (an event to a delivery per endpoint of the user's platform, written with the write
+that published the event) and the jobs `deliver` (one signed POST, retried with backoff) and
+`delivery_sweep` (a pending delivery whose job was lost is queued again). Delivery is at least once: receivers dedupe by X-Webhook-Id. See
 docs/webhooks.md."""
 
 import hashlib
@@ -141,10 +141,11 @@ def has_receivers(user_id: int, event_type: str) -> bool:
 
 
 def fan_out(event: dict[str, Any]) -> int:
-    """Job: one pending delivery of `event` (from memory_site.core.events.publish) per active
-    endpoint of the user's platform, each delivered by its own job. Nothing for a user who is
-    not a platform's. Safe to run twice: an event has one delivery per endpoint. Returns how
-    many deliveries it created."""
+    """One pending delivery of `event` per active endpoint of the user's platform, each
+    delivered by its own job, queued at commit. Called by memory_site.core.events.publish in
+    the publishing transaction (registered in the app's ready()), or as a job (queued before
+    that, or when the call failed). Nothing for a user who is not a platform's. Safe to run
+    twice: an event has one delivery per endpoint. Returns how many deliveries it created."""
     platform_user = (
         PlatformUser.objects.select_related("platform").filter(user_id=event["user_id"]).first()
     )

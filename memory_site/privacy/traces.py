@@ -139,8 +139,8 @@ def _redis_jobs_erase(traces: UserTraces) -> None:
 
 def webhook_deliveries_erase(*, traces: UserTraces) -> int:
     """The user's webhook deliveries with their payloads, pending ones too: an event of the
-    user's is not sent after their erase (the `user.erased` event, queued once the erase
-    commits, is)."""
+    user's is not sent after their erase (the `user.erased` event, whose delivery the erase
+    writes after these, is)."""
     deleted, _ = WebhookDelivery.objects.filter(pk__in=traces.delivery_ids).delete()
     return deleted
 

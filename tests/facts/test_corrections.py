@@ -244,10 +244,10 @@ def test_facts_that_agree_or_state_other_things_are_no_conflict(family, married)
 def published(monkeypatch, settings):
     settings.WEBHOOKS_ENABLED = True
     sent = []
-    # Every published event reaches the queue, as with no receivers check registered (the
-    # authors here are no platform's, so the platforms app's check would queue nothing).
+    # Every published event reaches the fan-out, as with no receivers check registered (the
+    # authors here are no platform's, so the platforms app's check would stop them).
     monkeypatch.setattr(events, "_receivers_check", None)
-    monkeypatch.setattr(events, "async_task", lambda task, event, **kwargs: sent.append(event))
+    monkeypatch.setattr(events, "_fan_out", sent.append)
     return sent
 
 

@@ -15,6 +15,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 from rest_framework.test import APIClient
@@ -23,6 +24,7 @@ from conversations.models import ConversationChunk
 from conversations.services import conversation_catch_up
 from facts.models import LegacyFact
 from memory_site.core import events
+from memory_site.platforms import webhooks
 from memory_site.platforms.models import PlatformKey, WebhookDelivery, WebhookEndpoint
 from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
 from memory_site.platforms.webhooks import DELIVER_TASK, deliver, delivery_sweep, fan_out
@@ -343,8 +345,12 @@ def test_a_deleted_endpoint_gets_nothing_more(platform, receiver,
     assert receiver.requests == [] and not WebhookDelivery.objects.exists()
 
 
+def _queued(func: str) -> list[dict]:
+    return [q.task for q in OrmQ.objects.all() if q.task["func"] == func]
+
+
 def _queued_fan_outs() -> list[dict]:
-    return [q.task for q in OrmQ.objects.all() if q.task["func"] == events.FAN_OUT_TASK]
+    return _queued(events.FAN_OUT_TASK)
 
 
 @pytest.fixture
@@ -371,27 +377,80 @@ def test_an_event_nobody_can_receive_queues_no_job(platform, receiver, queued,
     assert receiver.requests == []
 
 
-def test_an_event_with_a_receiver_queues_one_fan_out_as_before(platform, receiver, queued,
-                                                               django_capture_on_commit_callbacks):
+def test_an_event_with_a_receiver_is_written_with_the_write_that_published_it(
+        platform, receiver, queued, django_capture_on_commit_callbacks):
+    """Its delivery is a row of the publishing transaction (no fan-out job between the commit
+    and the delivery); its deliver job is queued at commit; a rolled-back write leaves none."""
     key = PlatformKey.objects.get_from_key(platform)
     platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
     endpoint_id = _register(platform, receiver.url)["id"]
-    with django_capture_on_commit_callbacks(execute=True):
-        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
-    [task] = _queued_fan_outs()
-    [event] = task["args"]
-    assert event["type"] == "summary.completed" and event["user_id"] == platform_user.user_id
+    with pytest.raises(RuntimeError), transaction.atomic():
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 0})
+        assert WebhookDelivery.objects.count() == 1  # written in the transaction
+        raise RuntimeError("the write fails")
     assert not WebhookDelivery.objects.exists()
-    with django_capture_on_commit_callbacks(execute=False):
-        assert fan_out(event) == 1
-    delivery = WebhookDelivery.objects.get()
-    assert delivery.endpoint_id == endpoint_id and str(delivery.event_id) == event["id"]
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
+        delivery = WebhookDelivery.objects.get()
+        assert _queued(DELIVER_TASK) == []  # nothing queued before the commit
+    assert delivery.endpoint_id == endpoint_id and delivery.status == "pending"
     assert delivery.payload["user"] == {"external_id": "u-1"}
+    assert delivery.payload["data"] == {"n": 1}
+    assert _queued(events.FAN_OUT_TASK) == []
+    assert [job["args"] for job in _queued(DELIVER_TASK)] == [(delivery.pk,)]
 
 
-def test_without_a_registered_check_every_event_is_queued(platform, queued, monkeypatch,
-                                                          django_capture_on_commit_callbacks):
+def test_a_broker_down_at_commit_loses_no_event(platform, receiver, settings, monkeypatch,
+                                                django_capture_on_commit_callbacks):
+    """The deliver job cannot be queued at commit: the delivery is there, pending, and the
+    sweep sends it once the broker is back."""
+    key = PlatformKey.objects.get_from_key(platform)
+    platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    _register(platform, receiver.url)
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("the broker is down")
+
+    monkeypatch.setattr(webhooks, "async_task", broker_down)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.attempts, receiver.requests) == ("pending", 0, [])
+    monkeypatch.undo()
+    _overdue(delivery, settings, by_seconds=1)
+    assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+    [sent] = receiver.requests
+    assert json.loads(sent["body"])["data"] == {"n": 1}
+
+
+def test_a_fan_out_that_fails_leaves_the_write_and_queues_a_job(
+        platform, queued, monkeypatch, django_capture_on_commit_callbacks):
+    key = PlatformKey.objects.get_from_key(platform)
+    platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    _register(platform, "http://127.0.0.1:9/hooks")
+
+    def failing_fan_out(event):
+        fan_out(event)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")  # the statement fails: the transaction is aborted
+
+    monkeypatch.setattr(events, "_fan_out", failing_fan_out)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
+        kept = UserFactory()  # the caller's transaction goes on
+    assert type(kept).objects.filter(pk=kept.pk).exists()  # and commits
+    # The failed fan-out's delivery was rolled back with its savepoint; a job will fan out.
+    assert not WebhookDelivery.objects.exists()
+    [job] = _queued(events.FAN_OUT_TASK)
+    assert job["args"][0]["data"] == {"n": 1}
+
+
+def test_without_a_registered_check_or_fan_out_every_event_is_queued(
+        platform, queued, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(events, "_receivers_check", None)
+    monkeypatch.setattr(events, "_fan_out", None)
     person = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
         events.publish(events.FACTS_EXTRACTED, user_id=person.pk, data={"n": 1})

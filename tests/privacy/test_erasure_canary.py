@@ -14,13 +14,13 @@ from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.models import OrmQ
 from django_q.monitor import save_task
+from django_q.tasks import async_task
 
 from agent_memory.services import place_add
 from conversations.models import Conversation
 from conversations.queue import SUMMARIZE_TASK, enqueue_summarization
 from memory_site.core import events
 from memory_site.platforms.models import Platform, PlatformUser, WebhookEndpoint
-from memory_site.platforms.webhooks import fan_out
 from tests.conftest import api_client_for
 from tests.factories import ConversationMemoryFactory, UserFactory
 from tests.privacy.search import ENCODED, hits, text_columns
@@ -146,8 +146,13 @@ def plant(*, user, canary: str, legacy, endpoint, openai_llm,
                                 user=user)
     enqueue_summarization(conversation_id=conversation_id)
     with django_capture_on_commit_callbacks(execute=True):
+        # A webhook delivery of the user's event, with its payload, written with the publishing
+        # write; its deliver job is queued at commit.
         events.publish(events.FACTS_EXTRACTED, user_id=user.pk,
                        data={"facts": [{"content": f"{canary} grew dahlias"}]})
+    # An event's fan-out queued as a job, with the event in its payload (as when the fan-out
+    # in the publishing transaction failed).
+    async_task(events.FAN_OUT_TASK, _event(user, canary), group="webhooks", sync=False, save=False)
     now = timezone.now()
     for success, result in ((True, {"conversation_id": conversation_id,
                                     "error": f"LLMError: upstream said {canary}"}),
@@ -159,8 +164,6 @@ def plant(*, user, canary: str, legacy, endpoint, openai_llm,
             "group": "conversation-memory",
         }, get_broker())
 
-    # A webhook delivery of the user's event, with its payload.
-    assert fan_out(_event(user, canary)) == 1
     return Planted(conversation_id=conversation_id, fact_ids=fact_ids)
 
 
@@ -196,15 +199,16 @@ def test_nothing_of_the_erased_user_is_left_in_any_column_and_a_fellow_member_ke
     assert response.status_code == 200, response.content
     erased = response.json()["erased"]
     assert (erased["sessions"], erased["webhook_deliveries"], erased["login_records"]) == (2, 1, 3)
-    # Queued: the summarisation and the event; saved: the success and the failure.
-    assert erased["jobs"] == 4
+    # Queued: the summarisation, the event's fan-out and its delivery; saved: the success and
+    # the failure.
+    assert erased["jobs"] == 5
     assert hits(ANN) == {}
     assert hits(BOB) == bob_before
     # The queue and the sessions no longer name the erased user's conversation either.
     assert not {key for key in hits(ann_conversation)
                 if key[0] in {"django_q_ormq", "django_q_task", "django_session"}}
     assert hits(planted[bob].conversation_id)[("django_q_ormq", "payload (decoded)")] == 1
-    assert OrmQ.objects.count() == 2
+    assert OrmQ.objects.count() == 3
     assert Session.objects.count() == sessions_before - 2
     # Nothing stops support deleting the account now.
     ann.delete()
