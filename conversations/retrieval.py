@@ -539,18 +539,25 @@ def _lists(kind: str, *, vector: str | None, text: str | None, loops: bool,
             "ORDER BY d, b.id LIMIT %(n)s) AS x, q, w"
         )
     elif vector == "hnsw":
-        # The messages' HNSW index of the sign bits with an iterative scan: it reads on until it
-        # has SEARCH_RERANK_CANDIDATES units in scope, whose vectors (and carried columns) it
-        # has read with them; they are re-ranked by cosine distance.
+        # The messages' HNSW index of the sign bits with an iterative scan, nearest first; the
+        # scope is applied to what it returns, which is read only until SEARCH_RERANK_CANDIDATES
+        # units in scope are found (at most SEARCH_HNSW_MAX_SCAN_TUPLES rows); their vectors
+        # and carried columns are read by primary key and re-ranked by cosine distance. The
+        # ordered scan has no filter: a plan made without the values estimates the scope from
+        # ten conversations of the average size, a few rows among many small conversations, and
+        # with the scope inside the scan it read every message of the scope by the
+        # conversation index and sorted them instead of taking the HNSW index.
         if kind != "message":
             raise ValueError("only messages are read by the HNSW index (_vector_scan)")
         lists.append(
             head("vector") +
-            f"(WITH b AS MATERIALIZED (SELECT m.id, m.embedding, {cols('m')} FROM {table} m "
-            f"WHERE {_MESSAGE_SCOPE} AND m.embedding_model = %(model)s "
-            "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(r)s) "
-            "SELECT b.*, b.embedding <=> q.v AS d FROM b, q ORDER BY d, b.id LIMIT %(n)s) "
-            "AS x, q, w"
+            f"(WITH b AS MATERIALIZED (SELECT m.id FROM (SELECT m.id, m.conversation_id, m.role, "
+            f"m.embedding_model FROM {table} m "
+            "ORDER BY m.embedding_bits <~> (SELECT b FROM q) LIMIT %(hnsw_scan_limit)s) AS m "
+            f"WHERE {_MESSAGE_SCOPE} AND m.embedding_model = %(model)s LIMIT %(r)s) "
+            f"SELECT b.id, e.embedding <=> q.v AS d, {cols('e')} FROM b "
+            f"CROSS JOIN LATERAL (SELECT * FROM {table} e WHERE e.id = b.id) AS e, q "
+            "ORDER BY d, b.id LIMIT %(n)s) AS x, q, w"
         )
     if text:
         # Bounded whatever the history: the units that share a word with the query are ranked
@@ -759,6 +766,7 @@ def _fetch_candidates(scope: Scope, params: dict[str, object], n: int,
         return {}, "none"
     r = max(settings.SEARCH_RERANK_CANDIDATES, n)
     params = {**params, "n": n, "r": r, "n_recent": n_recent,
+              "hnsw_scan_limit": settings.SEARCH_HNSW_MAX_SCAN_TUPLES,
               "max_matches": max(settings.SEARCH_TEXT_MAX_MATCHES, n),
               "newest": [str(pk) for pk in scope.newest(n_recent)],
               "text_conv": [str(pk) for pk in text_conv], "text_n": text_units}
