@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -107,7 +107,7 @@ def _fan_out_now(event: dict[str, Any], fan_out: FanOut) -> None:
         with transaction.atomic():
             if has_receivers(event["user_id"], event["type"]):
                 fan_out(event)
-    except DatabaseError:
+    except Exception:  # noqa: BLE001 - a failing fan-out never fails the publishing write
         logger.exception("Webhook fan-out of event %s failed; queueing it as a job", event["id"])
         transaction.on_commit(lambda: _enqueue(event), robust=True)
 

@@ -447,6 +447,25 @@ def test_a_fan_out_that_fails_leaves_the_write_and_queues_a_job(
     assert job["args"][0]["data"] == {"n": 1}
 
 
+def test_a_fan_out_with_a_bug_never_fails_the_write(platform, queued, monkeypatch,
+                                                   django_capture_on_commit_callbacks):
+    key = PlatformKey.objects.get_from_key(platform)
+    platform_user, _ = platform_user_get_or_create(platform=key.platform, external_id="u-1")
+    _register(platform, "http://127.0.0.1:9/hooks")
+
+    def buggy_fan_out(event):
+        fan_out(event)
+        raise KeyError("user")
+
+    monkeypatch.setattr(events, "_fan_out", buggy_fan_out)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        events.publish(events.SUMMARY_COMPLETED, user_id=platform_user.user_id, data={"n": 1})
+        kept = UserFactory()
+    assert type(kept).objects.filter(pk=kept.pk).exists()
+    assert not WebhookDelivery.objects.exists()  # rolled back with its savepoint
+    assert len(_queued(events.FAN_OUT_TASK)) == 1
+
+
 def test_without_a_registered_check_or_fan_out_every_event_is_queued(
         platform, queued, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(events, "_receivers_check", None)
