@@ -79,12 +79,13 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def padding(data: dict, legacy: dict, units: int) -> list[list[dict]]:
-    """Sessions of the other legacies of `data` and of the small set, in turn, until they hold
-    `units` messages."""
+def padding(data: dict, legacy: dict, units: int, small: dict) -> list[list[dict]]:
+    """Sessions of the other legacies of `data` and of the small set `small`, in turn, until
+    they hold `units` messages."""
+    if units <= 0:
+        return []
     pool = [session for other in data["legacies"] if other is not legacy
             for session in other["sessions"]]
-    small = json.loads(DATA.read_text(encoding="utf-8"))
     if small["legacies"] != data["legacies"]:
         pool += [session for other in small["legacies"] for session in other["sessions"]]
     sessions: list[list[dict]] = []
@@ -108,12 +109,13 @@ def load(data: dict, pad_units: int = 0) -> list[dict]:
 
     loaded = []
     now = timezone.now()
+    small = json.loads(DATA.read_text(encoding="utf-8")) if pad_units > 0 else {}
     for entry in data["legacies"]:
         user = get_user_model().objects.create_user(username=entry["username"], password="x")
         legacy = legacy_create(user=user, name=entry["name"])
         conversations = []
         # The legacy's own sessions first (the questions' evidence names them by position).
-        sessions = entry["sessions"] + padding(data, entry, pad_units)
+        sessions = entry["sessions"] + padding(data, entry, pad_units, small)
         for number, session in enumerate(sessions):
             conversation = services.conversation_create(user=user, legacy=legacy,
                                                         title=f"Session {number + 1}")

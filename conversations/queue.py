@@ -6,7 +6,7 @@ from uuid import UUID
 from django.conf import settings
 from django_q.tasks import async_task
 
-from memory_site.core.jobs import queued_task_names
+from memory_site.core.jobs import queued_ids
 
 # The memory jobs' successes are not saved as django-q2 result rows: nothing reads them (a
 # job's effects are the rows it writes; an archive failure is in the conversation's
@@ -56,11 +56,7 @@ def enqueue_summarization_and_embedding(*, conversation_id: UUID | str) -> None:
 
 def queued_embeddings() -> set[str]:
     """Ids of the conversations with an embedding job in the queue (as queued_summarizations)."""
-    return {
-        name.removeprefix(EMBED_TASK_NAME_PREFIX)
-        for name in queued_task_names()
-        if isinstance(name, str) and name.startswith(EMBED_TASK_NAME_PREFIX)
-    }
+    return queued_ids(EMBED_TASK_NAME_PREFIX)
 
 
 def queued_summarizations() -> set[str]:
@@ -74,8 +70,4 @@ def queued_summarizations() -> set[str]:
     The payloads are signed pickles, so each one is decoded for its task name; the sweep keeps
     the queue to at most one job per conversation, so this stays cheap.
     """
-    return {
-        name.removeprefix(SUMMARIZE_TASK_NAME_PREFIX)
-        for name in queued_task_names()
-        if isinstance(name, str) and name.startswith(SUMMARIZE_TASK_NAME_PREFIX)
-    }
+    return queued_ids(SUMMARIZE_TASK_NAME_PREFIX)

@@ -25,3 +25,10 @@ def queued_task_names() -> list[object]:
                 continue
         return names
     return []
+
+
+def queued_ids(prefix: str) -> set[str]:
+    """What follows `prefix` in the names of the queued jobs named so (a conversation's or a
+    delivery's id): the jobs that name one thing each are named `<prefix><id>`."""
+    return {name.removeprefix(prefix) for name in queued_task_names()
+            if isinstance(name, str) and name.startswith(prefix)}

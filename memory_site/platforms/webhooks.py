@@ -1,8 +1,8 @@
 """Webhooks: the endpoint URL rules (http(s) only, public addresses only), the signature,
 `fan_out` (an event to a delivery per endpoint of the user's platform, written with the write
 that published the event) and the jobs `deliver` (one signed POST, retried with backoff) and
-`delivery_sweep` (a pending delivery whose job was lost is queued again). Delivery is at least once: receivers dedupe by X-Webhook-Id. See
-docs/webhooks.md."""
+`delivery_sweep` (a pending delivery whose job was lost is queued again). Delivery is at least
+once: receivers dedupe by X-Webhook-Id. See docs/webhooks.md."""
 
 import hashlib
 import hmac
@@ -23,7 +23,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task, schedule
 
-from memory_site.core.jobs import queued_task_names
+from memory_site.core.jobs import queued_ids
 from memory_site.platforms.models import PlatformUser, WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
@@ -255,9 +255,8 @@ def deliver(delivery_id: int) -> str:
 def _waiting(delivery_ids: list[int]) -> set[int]:
     """Those of the deliveries that have a job waiting: queued (on the ORM broker, or taken by a
     worker and not finished; on Redis, not taken yet) or a retry's one-off schedule."""
-    by_name = {f"{DELIVER_TASK_NAME_PREFIX}{pk}": pk for pk in delivery_ids}
-    waiting = {by_name[name] for name in queued_task_names()
-               if isinstance(name, str) and name in by_name}
+    queued = queued_ids(DELIVER_TASK_NAME_PREFIX)
+    waiting = {pk for pk in delivery_ids if str(pk) in queued}
     # django-q2 keeps a schedule's positional arguments as the text of their tuple.
     by_args = {repr((pk,)): pk for pk in delivery_ids}
     waiting.update(

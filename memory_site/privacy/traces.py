@@ -22,7 +22,7 @@ from django_q.models import OrmQ, Schedule, Task
 from django_q.signing import BadSignature, SignedPackage
 
 from memory_site.platforms.models import PlatformUser, WebhookDelivery
-from memory_site.platforms.webhooks import DELIVER_TASK
+from memory_site.platforms.webhooks import DELIVER_TASK, DELIVER_TASK_NAME_PREFIX
 
 
 @dataclass
@@ -57,7 +57,7 @@ def user_traces(*, user: AbstractBaseUser, conversation_ids: Iterable[object]) -
     deliveries = _deliveries_of(user)
     delivery_ids = frozenset(deliveries.values_list("pk", flat=True))
     markers = {str(pk) for pk in conversation_ids}
-    markers.update(f"webhook:{pk}" for pk in delivery_ids)
+    markers.update(f"{DELIVER_TASK_NAME_PREFIX}{pk}" for pk in delivery_ids)
     markers.update(str(event_id) for event_id in deliveries.values_list("event_id", flat=True))
     return UserTraces(user_id=user.pk, markers=frozenset(markers), delivery_ids=delivery_ids)
 

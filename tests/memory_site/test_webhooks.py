@@ -349,10 +349,6 @@ def _queued(func: str) -> list[dict]:
     return [q.task for q in OrmQ.objects.all() if q.task["func"] == func]
 
 
-def _queued_fan_outs() -> list[dict]:
-    return _queued(events.FAN_OUT_TASK)
-
-
 @pytest.fixture
 def queued(settings):
     """Jobs stay in the database queue instead of running in the process."""
@@ -372,7 +368,7 @@ def test_an_event_nobody_can_receive_queues_no_job(platform, receiver, queued,
         for user_id in (without_endpoint.user_id, of_no_platform.pk):
             for event_type in events.EVENT_TYPES:
                 events.publish(event_type, user_id=user_id, data={"n": 1})
-    assert _queued_fan_outs() == []
+    assert _queued(events.FAN_OUT_TASK) == []
     assert not WebhookDelivery.objects.exists()
     assert receiver.requests == []
 
@@ -473,7 +469,7 @@ def test_without_a_registered_check_or_fan_out_every_event_is_queued(
     person = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
         events.publish(events.FACTS_EXTRACTED, user_id=person.pk, data={"n": 1})
-    [task] = _queued_fan_outs()
+    [task] = _queued(events.FAN_OUT_TASK)
     assert task["args"][0]["user_id"] == person.pk
 
 
@@ -520,14 +516,14 @@ def test_the_sweep_queues_a_lost_delivery_once_per_grace(
     delivery = _lost_delivery(platform, receiver, django_capture_on_commit_callbacks)
     _overdue(delivery, settings, by_seconds=1)
     assert delivery_sweep() == {"enqueued": 1, "waiting": 0}
-    [job] = [q.task for q in OrmQ.objects.all() if q.task["func"] == DELIVER_TASK]
+    [job] = _queued(DELIVER_TASK)
     assert job["args"] == (delivery.pk,) and job["name"] == f"webhook:{delivery.pk}"
     delivery.refresh_from_db()
     assert delivery.next_attempt_at > timezone.now() - timedelta(seconds=60)
     # Its job waits in the queue: even overdue again, it is not queued twice.
     _overdue(delivery, settings, by_seconds=1)
     assert delivery_sweep() == {"enqueued": 0, "waiting": 1}
-    assert len([q for q in OrmQ.objects.all() if q.task["func"] == DELIVER_TASK]) == 1
+    assert len(_queued(DELIVER_TASK)) == 1
     assert receiver.requests == []
 
 
