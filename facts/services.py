@@ -755,7 +755,15 @@ def _record_conflicts(fact: LegacyFact) -> None:
     """Record a conflict between `fact` and each current fact of another member of its legacy
     that states one of its single-valued attributes with a different value
     (memory_site.core.language.attributes). Nothing is superseded, whatever the visibility:
-    who is shown a conflict is decided when it is read (selectors.conflicts_visible_to)."""
+    who is shown a conflict is decided when it is read (selectors.conflicts_visible_to).
+
+    Call inside the transaction that wrote `fact`. The writers of a legacy take turns here
+    until they commit, so that of two members stating contradicting values at once, the later
+    reads the earlier's fact; without turns, each read the other's facts before they were
+    committed and neither saw the conflict. (Taken after the author's lock, never before.)"""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                       [LockNamespace.FACT_CONFLICTS.value, str(fact.legacy_id)])
     others = LegacyFact.objects.filter(
         legacy_id=fact.legacy_id, superseded_by__isnull=True
     ).exclude(user_id=fact.user_id).only("id", "content")

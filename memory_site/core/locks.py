@@ -15,3 +15,6 @@ class LockNamespace(IntEnum):
     # conversations.services.turn: one request at a time runs the turn of a user message
     # (session-level, pg_try_advisory_lock).
     TURN = 30_002
+    # facts.services: one writer at a time records the conflicts of a new fact with the
+    # other members' facts about one legacy (transaction-level, pg_advisory_xact_lock).
+    FACT_CONFLICTS = 30_003

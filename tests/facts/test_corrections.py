@@ -207,6 +207,43 @@ def test_a_contradiction_across_members_is_a_conflict_not_a_supersede(family, ma
     assert list(selectors.conflicts_visible_to(family.stranger, family.legacy)) == []
 
 
+@pytest.mark.django_db(transaction=True)
+def test_members_stating_contradicting_values_at_once_make_a_conflict(family, monkeypatch):
+    """Each writer reads the other members' facts and then stays in its transaction a while:
+    without turns per legacy, both read before either committed, and no conflict was made."""
+    record = services._record_conflicts
+
+    def slow(fact):
+        record(fact)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(services, "_record_conflicts", slow)
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def state(user, year):
+        try:
+            barrier.wait(timeout=10)
+            services.fact_create(legacy=family.legacy, user=user, category="milestone",
+                                 content=f"Rose married Henry in {year}.", visibility="shared")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=state, args=args)
+               for args in ((family.owner, 1961), (family.member, 1962))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    [conflict] = FactConflict.objects.all()
+    assert {conflict.fact_a_id, conflict.fact_b_id} == set(
+        LegacyFact.objects.filter(legacy=family.legacy).values_list("pk", flat=True))
+    assert conflict.attribute == "married_year"
+
+
 def test_a_conflict_never_reveals_a_private_fact(family, married):
     theirs, _ = services.fact_create(legacy=family.legacy, user=family.member,
                                      category="milestone", content="Rose married in 1962.")
