@@ -11,7 +11,8 @@ urlpatterns = [
         apis.LegacyMemberListCreateApi.as_view(),
         name="api-legacy-members",
     ),
-    # Before members/<username>: "me" is the caller (a user named "me" leaves through it too).
+    # Before members/<username>: "me" is the caller; no account of that name joins a family
+    # (facts.services.ME_REFUSED), so no owner ever needs it to remove one.
     path(
         "legacies/<uuid:legacy_id>/members/me",
         apis.LegacyMemberLeaveApi.as_view(),

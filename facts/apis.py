@@ -191,8 +191,9 @@ class LegacyInvitationListCreateApi(APIView):
         description="`{username, role}` (role `member`, the default, or `owner`). The person "
         "becomes a member only by accepting (`POST /api/invitations/{id}/accept`). 202 with the "
         "same body whether or not an account of that name exists. Only an owner invites (403 "
-        "for a member, 404 for a legacy I do not belong to); 400 for myself or bad input; 409 "
-        "`already_member` or `already_invited` (a pending invitation of that username).",
+        "for a member, 404 for a legacy I do not belong to); 400 for bad input (and the "
+        "username `me`, which the member paths read as the caller); 409 `already_member` (also "
+        "for myself) or `already_invited` (a pending invitation of that username).",
         request=InvitationInputSerializer,
         responses={
             202: InvitationSentSerializer,

@@ -19,6 +19,7 @@ from memory_site.core import events
 from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.language.attributes import contradiction
 from memory_site.core.locks import LockNamespace
+from memory_site.core.sql import quoted_table
 from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
 
 LEGACY_NAME_MAX_CHARS = 200
@@ -39,6 +40,15 @@ def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
     return legacy
 
 
+# The caller in the API's member paths (facts.api_urls: members/me is leaving).
+ME = "me"
+ME_REFUSED = (
+    f'"{ME}" stands for the caller in the API\'s member paths (DELETE '
+    f"/api/legacies/{{id}}/members/{ME} is leaving): an account of that name could never be "
+    "removed by an owner, so it cannot join a family."
+)
+
+
 def legacy_member_add(
     *, legacy: Legacy, added_by: AbstractBaseUser, username: str, role: str
 ) -> LegacyMembership:
@@ -51,11 +61,18 @@ def legacy_member_add(
     if role not in LegacyMembership.Role.values:
         raise ValidationError({"role": [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]})
     reject_nul(username=username)
+    if username.lower() == ME:
+        raise ValidationError({"username": [ME_REFUSED]})
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise ValidationError({"username": ["No user has that username."]})
     try:
         with transaction.atomic():
+            # Still an owner once the family is locked: not removed meanwhile.
+            _, members = _lock_family(legacy)
+            if not any(m.user_id == added_by.pk and m.role == LegacyMembership.Role.OWNER
+                       for m in members):
+                raise PermissionDenied("Only the legacy's owner can add members.")
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
         raise Conflict("That user is already a member of this legacy.") from exc
@@ -122,9 +139,12 @@ def membership_remove(
 def _lock_family(legacy: Legacy) -> tuple[Legacy, list[LegacyMembership]]:
     """The legacy row, locked, and its members, longest-standing first. The lock serialises
     everyone joining, leaving, being removed or erasing: two last-but-one members leaving at
-    once cannot both go and leave the legacy with nobody."""
+    once cannot both go and leave the legacy with nobody. FOR NO KEY UPDATE: rows that point
+    at the legacy (a fact, a conversation) are still inserted meanwhile, so that a member who
+    shares a fact, holding their membership row (_hold_membership), never waits for a leaving
+    that waits for them."""
     try:
-        legacy = Legacy.objects.select_for_update().get(pk=legacy.pk)
+        legacy = Legacy.objects.select_for_update(no_key=True).get(pk=legacy.pk)
     except Legacy.DoesNotExist:
         raise NotFound() from None
     members = list(
@@ -133,6 +153,19 @@ def _lock_family(legacy: Legacy) -> tuple[Legacy, list[LegacyMembership]]:
         .order_by("joined_at", "id")
     )
     return legacy, members
+
+
+def _hold_membership(*, legacy_id: object, user_id: object) -> bool:
+    """Whether the user is a member of the legacy, their membership row held (FOR KEY SHARE)
+    until the transaction ends. Call before making a fact shared: their leaving or removal
+    deletes that row first (_membership_end), so it waits for the sharing transaction to
+    commit and then makes the fact private, and a sharing that comes after it finds no row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {quoted_table(LegacyMembership)} WHERE legacy_id = %s "
+            "AND user_id = %s FOR KEY SHARE", [legacy_id, user_id],
+        )
+        return cursor.fetchone() is not None
 
 
 def _hand_on(
@@ -164,10 +197,17 @@ def _membership_end(
         raise LastMemberCannotLeave()
     heir, _ = _hand_on(legacy=legacy, leaver_id=membership.user_id, leaver_role=membership.role,
                        others=others)
+    # The row goes first: a transaction sharing one of their facts holds it (_hold_membership),
+    # so the delete waits for that to commit, and the update below then sees the fact.
+    membership.delete()
     made_private = LegacyFact.objects.filter(
         legacy=legacy, user_id=membership.user_id, visibility=LegacyFact.Visibility.SHARED
     ).update(visibility=LegacyFact.Visibility.PRIVATE, updated_at=timezone.now())
-    membership.delete()
+    # What they asked for as an owner goes with them: an invitation they sent, accepted after
+    # their removal, would let them (or whoever they invited) back in.
+    LegacyInvitation.objects.filter(
+        legacy=legacy, invited_by_id=membership.user_id, status=LegacyInvitation.Status.PENDING
+    ).delete()
     return MembershipLeft(
         facts_made_private=made_private, new_owner=heir.user if heir is not None else None
     )
@@ -225,6 +265,8 @@ def invitation_create(
         errors["username"] = ["Give the username of the person to invite."]
     elif len(username) > INVITATION_USERNAME_MAX_CHARS:
         errors["username"] = [f"At most {INVITATION_USERNAME_MAX_CHARS} characters."]
+    elif username.lower() == ME:
+        errors["username"] = [ME_REFUSED]
     if role not in LegacyMembership.Role.values:
         errors["role"] = [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]
     if errors:
@@ -506,6 +548,10 @@ def fact_create(
     _validate_fact_fields(category=category, content=content, visibility=visibility)
     with transaction.atomic():
         _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
+        if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
+            legacy_id=legacy.pk, user_id=user.pk
+        ):
+            raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
         duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content)
         if duplicate is not None:
             return duplicate, False
@@ -580,6 +626,10 @@ def fact_set_visibility(
     _require_author(fact=fact, user=user)
     _validate_fact_fields(visibility=visibility)
     with transaction.atomic():
+        if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
+            legacy_id=fact.legacy_id, user_id=user.pk
+        ):
+            raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
         fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
         if fact.visibility != visibility:
             fact.visibility = visibility
@@ -659,6 +709,9 @@ def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
         raise ValidationError({"fact": ["A fact is only corrected by a fact of its legacy."]})
     with transaction.atomic():
         _lock_author_facts(legacy_id=new.legacy_id, user_id=new.user_id)
+        # Before any fact row is locked: a leaving deletes the membership and then locks the
+        # leaver's shared facts, so the two never wait for each other.
+        member = _hold_membership(legacy_id=new.legacy_id, user_id=new.user_id)
         try:
             old = LegacyFact.objects.select_for_update().get(pk=old.pk)
             new = LegacyFact.objects.select_for_update().get(pk=new.pk)
@@ -675,6 +728,7 @@ def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
         if (
             target.visibility == LegacyFact.Visibility.SHARED
             and replacement.visibility != LegacyFact.Visibility.SHARED
+            and member  # a correction of a shared fact is shared only by a member
         ):
             replacement.visibility = LegacyFact.Visibility.SHARED
             replacement.save(update_fields=["visibility", "updated_at"])

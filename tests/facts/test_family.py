@@ -314,3 +314,78 @@ def test_the_last_two_members_leaving_at_once_leave_one_behind(family, monkeypat
     assert len(remaining) == 1
     assert remaining[0].role == "owner"
     assert Legacy.objects.get(pk=family.legacy.pk).created_by_id == remaining[0].user_id
+
+
+# --- Sharing while being removed ---------------------------------------------------------------
+
+
+def _removed_while_sharing(family, monkeypatch, share, hold_after) -> None:
+    """The member shares a fact and waits after `hold_after` (a function of facts.services)
+    while an owner removes them: inside the sharing transaction, after the fact was written
+    (`_record_conflicts`), or before it began, after the author was checked
+    (`_require_author`). Without the membership row held in that transaction, the removal
+    made their shared facts private before the new one was committed, or the sharing came
+    after the removal, and the family kept seeing the fact."""
+    inside = threading.Event()
+    slowed = getattr(services, hold_after)
+
+    def slow(*args, **kwargs):
+        result = slowed(*args, **kwargs)
+        inside.set()
+        time.sleep(0.4)
+        return result
+
+    monkeypatch.setattr(services, hold_after, slow)
+    errors = []
+
+    def run(work) -> None:
+        try:
+            work()
+        except NotFound:
+            pass  # removed first: nothing is shared
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    sharer = threading.Thread(target=run, args=(share,))
+    sharer.start()
+    assert inside.wait(timeout=10)
+    remover = threading.Thread(target=run, args=(lambda: services.membership_remove(
+        legacy=family.legacy, removed_by=family.owner, username="member"),))
+    remover.start()
+    for thread in (sharer, remover):
+        thread.join(timeout=30)
+    assert errors == []
+    assert not LegacyMembership.objects.filter(legacy=family.legacy, user=family.member).exists()
+    assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()
+    assert list(selectors.facts_visible_to(family.owner, family.legacy)) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fact_shared_while_its_author_is_removed_ends_private(family, monkeypatch):
+    _removed_while_sharing(family, monkeypatch, lambda: services.fact_create(
+        legacy=family.legacy, user=family.member, category="hobby",
+        content="Rose sang alto in the choir.", visibility="shared"), "_record_conflicts")
+    assert LegacyFact.objects.get(user=family.member).visibility == "private"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fact_made_shared_while_its_author_is_removed_ends_private(family, monkeypatch):
+    fact = LegacyFactFactory(legacy=family.legacy, user=family.member,
+                             content="Rose sang alto in the choir.", visibility="private")
+    _removed_while_sharing(family, monkeypatch, lambda: services.fact_set_visibility(
+        fact=fact, user=family.member, visibility="shared"), "_require_author")
+    fact.refresh_from_db()
+    assert fact.visibility == "private"
+
+
+def test_a_former_member_cannot_share(family):
+    fact = LegacyFactFactory(legacy=family.legacy, user=family.member, visibility="private")
+    services.membership_leave(legacy=family.legacy, user=family.member)
+    with pytest.raises(NotFound):
+        services.fact_set_visibility(fact=fact, user=family.member, visibility="shared")
+    with pytest.raises(NotFound):
+        services.fact_create(legacy=family.legacy, user=family.member, category="hobby",
+                             content="Rose kept bees.", visibility="shared")
+    assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()

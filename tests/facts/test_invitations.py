@@ -142,6 +142,11 @@ def test_an_unknown_and_a_known_username_answer_the_same(family, owner_client, c
             "detail": "username: Null characters are not allowed.", "code": "invalid",
             "errors": {"username": ["Null characters are not allowed."]},
         }),
+        # DELETE …/members/me is leaving: an owner could never remove an account named "me".
+        ({"username": "Me"}, 400, {
+            "detail": f"username: {services.ME_REFUSED}", "code": "invalid",
+            "errors": {"username": [services.ME_REFUSED]},
+        }),
     ],
 )
 def test_bad_invitations_are_refused_and_change_nothing(
@@ -312,6 +317,51 @@ def test_an_owner_removes_a_member_as_if_they_had_left(family, owner_client, mem
     assert (shared.user, shared.visibility) == (family.member, "private")
     assert not selectors.facts_visible_to(family.owner, family.legacy).filter(pk=shared.pk).exists()
     assert member_client.get(f"/api/legacies/{family.legacy.pk}/members").status_code == 404
+
+
+def test_a_removed_owner_s_invitations_go_with_them(family, owner_client, cousin):
+    """A co-owner invites someone as owner and is then removed: accepted afterwards, their
+    invitation would let whoever they chose take the legacy over."""
+    co_owner = UserFactory(username="co-owner")
+    MembershipFactory(legacy=family.legacy, user=co_owner, role="owner")
+    sent = api_client_for(co_owner).post(
+        _invitations_url(family), {"username": "cousin", "role": "owner"}, format="json")
+    assert sent.status_code == 202
+    kept = InvitationFactory(legacy=family.legacy, invited_user=UserFactory(username="aunt"),
+                             invited_by=family.owner)
+    [invitation] = LegacyInvitation.objects.filter(invited_by=co_owner)
+
+    removed = owner_client.delete(f"/api/legacies/{family.legacy.pk}/members/co-owner")
+
+    assert removed.status_code == 200
+    client = api_client_for(cousin)
+    assert client.get("/api/invitations").json() == {"invitations": [], "total": 0}
+    response = client.post(f"/api/invitations/{invitation.pk}/accept")
+    assert response.status_code == 404
+    assert not LegacyMembership.objects.filter(user=cousin).exists()
+    # The remaining owner's own invitation stands.
+    assert LegacyInvitation.objects.get(pk=kept.pk).status == "pending"
+
+
+def test_the_upgrade_withdraws_invitations_that_no_longer_stand(family, cousin):
+    """Migration 0004: pending invitations of someone no longer an owner, or to "me"."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    former = UserFactory(username="former-owner")
+    stale = InvitationFactory(legacy=family.legacy, invited_user=cousin, invited_by=former)
+    to_me = InvitationFactory(legacy=family.legacy, username="me", invited_by=family.owner)
+    by_member = InvitationFactory(legacy=family.legacy, username="aunt", invited_by=family.member)
+    standing = InvitationFactory(legacy=family.legacy, username="uncle", invited_by=family.owner)
+    answered = InvitationFactory(legacy=family.legacy, username="nephew", invited_by=former,
+                                 status="accepted")
+
+    import_module("facts.migrations.0004_withdraw_stale_invitations").withdraw(apps, None)
+
+    left = set(LegacyInvitation.objects.values_list("pk", flat=True))
+    assert left == {standing.pk, answered.pk}
+    assert not left & {stale.pk, to_me.pk, by_member.pk}
 
 
 def test_a_member_cannot_remove_anyone(family, member_client):
