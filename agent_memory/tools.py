@@ -21,6 +21,7 @@ from agent_memory.models import AgentMemory, ChangeOrigin
 from agent_memory.serializers import MemoryDocumentSerializer
 from agent_memory.write_rule import TurnWords, write_decision
 from memory_site.core.errors import NotFound
+from memory_site.core.text import has_lone_surrogate
 
 ADD_TO_MEMORY = "add_to_memory"
 UPDATE_MEMORY = "update_memory"
@@ -178,10 +179,14 @@ def _ok(name: str, result: dict) -> dict:
 
 
 def _parse_arguments(arguments: object) -> dict | None:
+    """The arguments as an object, or None when they are not one: not JSON, nested deeper than
+    the decoder follows, or holding half of a surrogate pair (memory_site.core.parsers)."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
+            return None
+        if has_lone_surrogate(arguments):
             return None
     return arguments if isinstance(arguments, dict) else None
 

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
 from memory_site.core.errors import ApplicationError, NotFound, new_error_id
+from memory_site.views import not_found
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,23 @@ class OptionalTrailingSlashMiddleware:
         ):
             request.path_info = path.rstrip("/")
         return self.get_response(request)
+
+
+class ApiNotFoundMiddleware:
+    """An API path that no route matches (an id that is not a UUID, say) answers the API's JSON
+    404 under DEBUG too. Without DEBUG, Django's handler404 (memory_site.views.not_found) does;
+    with it, Django answers its technical 404 page instead: HTML that lists every URL pattern,
+    which no API client can read (`make run` serves with DEBUG on)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (response.status_code == 404 and request.path.startswith("/api/")
+                and response.get("Content-Type", "").startswith("text/html")):
+            return not_found(request)
+        return response
 
 
 class ApplicationErrorMiddleware:

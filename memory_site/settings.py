@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memory_site.middleware.OptionalTrailingSlashMiddleware",
+    "memory_site.middleware.ApiNotFoundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -191,7 +192,9 @@ REST_FRAMEWORK = {
         "memory_site.core.throttling.UserRateThrottle",
         "memory_site.core.throttling.AnonRateThrottle",
     ],
-    "NUM_PROXIES": NUM_PROXIES or None,
+    # 0 is no proxy: the address is REMOTE_ADDR (DRF's None would read X-Forwarded-For, which
+    # any client can write, and let each request count as a new address).
+    "NUM_PROXIES": NUM_PROXIES,
 }
 # Rate limits ("<n>/<second|minute|hour|day>", empty for none), counted in the shared cache:
 # every API call of a user; the calls that may reach a model (a turn, the context packet and
@@ -299,6 +302,11 @@ PERSONA_MAX_CHARS = env_int("PERSONA_MAX_CHARS", 4000)
 PERSONA_MAX_TOKENS = env_int("PERSONA_MAX_TOKENS", 1000)
 # The most messages of one POST …/messages/batch, and the batch size of import_conversations.
 IMPORT_MAX_BATCH = env_int("IMPORT_MAX_BATCH", 500)
+# The largest request body read, in bytes (Django's setting; its default, 2.5 MB, is less than
+# a batch the API accepts); 0: room for a full batch of the longest messages at 3 bytes a
+# character, and 1 MB more (31 MB with the defaults). A larger body is a 413 `too_large`.
+DATA_UPLOAD_MAX_MEMORY_SIZE = (env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 0)
+                               or IMPORT_MAX_BATCH * MESSAGE_MAX_CHARS * 3 + 1024 * 1024)
 
 # --- Conversation memory: rolling summary (seed 002), archive (seed 000), session (seed 004) ---
 MEMORY_ROLLING_WINDOW_SIZE = env_int("MEMORY_ROLLING_WINDOW_SIZE", 14)

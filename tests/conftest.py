@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -20,6 +21,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--screenshots", action="store_true", default=False,
         help="let the browser tests write their screenshots into docs/screenshots/",
     )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_counts() -> None:
+    """The rate limits count in the process's memory cache (memory_site.settings_test): every
+    test starts from no count, so that the calls of the tests before it (refused anonymous
+    calls count too) never throttle it."""
+    cache.clear()
 
 
 def api_client_for(user: User | None) -> APIClient:

@@ -4,7 +4,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
@@ -16,11 +16,16 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from memory_site.core.errors import ApplicationError, new_error_id
+from memory_site.core.throttling import refused_credentials_throttled
 
 logger = logging.getLogger(__name__)
 
 # What a client is told of an error the code did not expect; the details are logged.
 INTERNAL_ERROR_MESSAGE = "Internal server error."
+BODY_TOO_LARGE_MESSAGE = (
+    "The request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE): nothing was "
+    "read; send it in smaller requests (a batch of fewer messages)."
+)
 
 
 def _first_message(errors: Any) -> str:
@@ -49,6 +54,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ApplicationError):
         set_rollback()
         return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        set_rollback()
+        return Response({"detail": BODY_TOO_LARGE_MESSAGE.format(
+            limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE), "code": "too_large"}, status=413)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        exc = refused_credentials_throttled(context.get("request"), context.get("view")) or exc
     if isinstance(exc, DjangoValidationError):
         exc = _as_drf_validation_error(exc)
     elif isinstance(exc, Http404):

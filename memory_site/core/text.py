@@ -27,6 +27,32 @@ def reject_nul(**fields: object) -> None:
         raise ValidationError(errors)
 
 
+# A JSON string may spell half of a UTF-16 surrogate pair alone ("\ud800"); Python's decoder
+# keeps it as a character that no UTF-8 text (nor PostgreSQL) can hold, nor any response echo.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+LONE_SURROGATE_MESSAGE = (
+    "JSON parse error - a string holds half of a UTF-16 surrogate pair (\\ud800-\\udfff) "
+    "alone, which is not text."
+)
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether a decoded JSON value holds a lone surrogate in any string, key or value, at any
+    depth (the depth a decoder followed: iterative, no recursion limit to hit)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 # --- Fences: stored text as data inside a prompt ------------------------------------------------
 
 # The `<` of anything shaped like an opening or closing tag (`<name`, `</name`, `< / name`,

@@ -8,6 +8,7 @@ Throttled (429 with Retry-After), which memory_site.core.api.exception_handler t
 
 from django.conf import settings
 from rest_framework import throttling
+from rest_framework.exceptions import Throttled
 
 
 class _SettingRate:
@@ -43,3 +44,14 @@ class TurnRateThrottle(_SettingRate, throttling.UserRateThrottle):
 
 # Added to a view's throttle_classes: the defaults plus the model-call limit.
 MODEL_CALL_THROTTLES = [UserRateThrottle, AnonRateThrottle, TurnRateThrottle]
+
+
+def refused_credentials_throttled(request: object, view: object) -> Throttled | None:
+    """A request whose credentials are missing or wrong (a 401) counts against
+    THROTTLE_RATE_ANON too: DRF checks the throttles after authentication and permissions, so
+    without this such requests were never counted, and a token could be guessed at any rate.
+    The 429 it returns, when the address is over the limit, replaces the 401."""
+    throttle = AnonRateThrottle()
+    if throttle.allow_request(request, view):
+        return None
+    return Throttled(throttle.wait())

@@ -163,6 +163,20 @@ def test_missing_arguments_and_broken_json_are_400s(client, alice):
     assert _rows() == (0, 0, 0, 0)
 
 
+@pytest.mark.parametrize("arguments", [
+    "[" * 50_000 + "]" * 50_000,  # deeper than the decoder follows: a RecursionError
+    '{"subject": "garden", "content": "abc \\ud800 defg", "category": "other"}',  # unstorable
+])
+def test_arguments_text_nested_too_deeply_or_with_half_a_surrogate_pair_is_a_400(
+    client, alice, arguments
+):
+    """A hostile-member probe: both were a 500 (the decoder's recursion, the insert's UTF-8)."""
+    response = client.post("/api/tools/add_to_memory", {"arguments": arguments}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"arguments": ["Must be a JSON object."]}
+    assert _rows() == (0, 0, 0, 0)
+
+
 def test_unknown_tool_is_a_404_and_unknown_operation_a_400(client, alice):
     response = _call(client, "delete_everything", {"x": 1})
     assert response.status_code == 404

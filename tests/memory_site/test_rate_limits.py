@@ -76,6 +76,32 @@ def test_calls_without_credentials_count_per_address(settings, anon_client):
 
 
 @pytest.mark.django_db
+def test_a_forwarded_for_header_is_no_new_address_without_proxies(settings, anon_client):
+    """With NUM_PROXIES 0 (the default) the address is REMOTE_ADDR: X-Forwarded-For is the
+    client's own claim, and reading it let each request count as a new address."""
+    settings.THROTTLE_RATE_ANON = "2/minute"
+    for n in range(2):
+        assert anon_client.get("/api/schema?format=json",
+                               HTTP_X_FORWARDED_FOR=f"10.9.0.{n}").status_code == 200
+    _assert_throttled(anon_client.get("/api/schema?format=json",
+                                      HTTP_X_FORWARDED_FOR="10.9.0.7"))
+
+
+@pytest.mark.django_db
+def test_refused_credentials_count_per_address(settings, family, anon_client):
+    """DRF checks throttles after authentication and permissions: requests answered 401 were
+    never counted, and a token could be guessed at any rate."""
+    settings.THROTTLE_RATE_ANON = "3/minute"
+    assert anon_client.get("/api/legacies").status_code == 401
+    assert anon_client.get("/api/legacies", HTTP_AUTHORIZATION="Token wrong").status_code == 401
+    assert anon_client.get("/api/legacies", HTTP_AUTHORIZATION="Token wrong2").status_code == 401
+    _assert_throttled(anon_client.get("/api/legacies", HTTP_AUTHORIZATION="Token wrong3"))
+    _assert_throttled(anon_client.get("/api/legacies"))
+    # A caller with good credentials is not the anonymous address's count.
+    assert api_client_for(family.owner).get("/api/legacies").status_code == 200
+
+
+@pytest.mark.django_db
 def test_an_empty_rate_is_no_limit(settings, owner_client):
     settings.THROTTLE_RATE_USER = ""
     for _ in range(5):

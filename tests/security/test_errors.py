@@ -3,6 +3,7 @@ the user, who gets a stable message and an error id; the log has the details und
 /healthz answers only its status to the public; the details go to staff and the monitoring
 token."""
 
+import json
 import logging
 import re
 
@@ -179,3 +180,60 @@ def test_a_body_nested_too_deeply_is_a_400_and_writes_nothing(family, conversati
                                "code": "parse_error"}
     assert (Legacy.objects.count(), Conversation.objects.count(),
             Message.objects.count()) == before
+
+
+@pytest.mark.parametrize("body", [
+    {"role": "\ud800"},  # a choice field's error message would echo it
+    {"role": "user", "content": "abc \udc00 def"},  # PostgreSQL would refuse it
+    {"role": "user", "content": "hi", "\ud83d": 1},  # an unknown key
+])
+def test_half_a_surrogate_pair_is_a_400_and_writes_nothing(family, conversation, body):
+    """A hostile-member probe: "\\ud800" alone decodes to a character no UTF-8 text holds;
+    the error message echoing it, or the insert storing it, failed with a 500."""
+    client = api_client_for(family.owner)
+    before = Message.objects.count()
+
+    response = client.generic("POST", f"/api/ai/conversations/{conversation.pk}/messages",
+                              json.dumps(body), content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+    assert "surrogate" in response.json()["detail"]
+    assert Message.objects.count() == before
+
+
+def test_a_body_over_the_upload_limit_is_a_413_and_writes_nothing(family, conversation, settings):
+    """A hostile-member probe: a batch within the documented limits (500 messages of 20,000
+    characters) was over Django's default body limit (2.5 MB), and the RequestDataTooBig it
+    raised was a 500. The default limit now holds such a batch; a larger body is a 413."""
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE >= (
+        settings.IMPORT_MAX_BATCH * settings.MESSAGE_MAX_CHARS * 3)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    client = api_client_for(family.owner)
+    body = {"messages": [{"role": "user", "content": "x" * 5_000} for _ in range(3)]}
+    before = Message.objects.count()
+
+    response = client.post(f"/api/ai/conversations/{conversation.pk}/messages/batch", body,
+                           format="json")
+
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": "The request body is larger than 10000 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE): "
+                  "nothing was read; send it in smaller requests (a batch of fewer messages).",
+        "code": "too_large"}
+    assert Message.objects.count() == before
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_api_path_no_route_matches_is_a_json_404_with_or_without_debug(family, settings, debug):
+    """`make run` serves with DEBUG on, where Django answered its technical 404 page (HTML
+    listing every URL pattern) for an id that is not a UUID."""
+    settings.DEBUG = debug
+    client = api_client_for(family.owner)
+    for path in ("/api/ai/facts/not-a-uuid", "/api/no-such-thing"):
+        response = client.delete(path)
+        assert response.status_code == 404
+        assert response["Content-Type"] == "application/json"
+        assert response.json() == {"detail": "Not found.", "code": "not_found"}
+    # Pages keep Django's own 404.
+    assert "text/html" in Client().get("/no-such-page")["Content-Type"]
