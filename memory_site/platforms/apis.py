@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory_site.core.api import error_responses
+from memory_site.core.api import error_responses, paginate, paginated
 from memory_site.platforms.permissions import IsPlatform
 from memory_site.platforms.selectors import (
     webhook_endpoint_for_platform,
@@ -64,12 +64,13 @@ NOT_A_PLATFORM = {403: "Not a platform key: a user's token or session."}
 
 class WebhookEndpointListCreateApi(APIView):
     permission_classes = [IsPlatform]
+    pagination_class = paginated("webhooks")
 
     @extend_schema(
         summary="List my webhook endpoints",
         description="The key's platform's webhook endpoints, oldest first, without their "
         "secrets. Every event of one of its users is delivered to each active one "
-        "(docs/webhooks.md).",
+        "(docs/webhooks.md). A page: `?limit=` and `?offset=`.",
         responses={
             200: WebhookEndpointSerializer(many=True),
             **error_responses(401, 403, descriptions=NOT_A_PLATFORM),
@@ -78,15 +79,16 @@ class WebhookEndpointListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         endpoints = webhook_endpoints_for_platform(request.auth.platform)
-        return Response(WebhookEndpointSerializer(endpoints, many=True).data)
+        return paginate(request, endpoints, WebhookEndpointSerializer, "webhooks", view=self)
 
     @extend_schema(
         summary="Register a webhook endpoint",
         description="With a platform key and no X-User-Id: register `url` for the signed events "
         "of the platform's users (`facts.extracted`, `fact.superseded`, `summary.completed`, "
         "`conversation.archived`, `user.erased`). The answer holds the signing `secret`, shown "
-        "this once. 400 for a URL that is not http(s), has credentials, does not resolve or "
-        "resolves to a private, loopback, link-local or reserved address.",
+        "this once. 400 for a URL that is not http(s), has credentials or a port outside 1 to "
+        "65535, does not resolve or resolves to a private, loopback, link-local or reserved "
+        "address (an IPv6 address is judged by the IPv4 address it embeds, too).",
         request=WebhookEndpointInputSerializer,
         responses={
             201: OpenApiResponse(

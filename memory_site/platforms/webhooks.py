@@ -14,7 +14,7 @@ import socket
 import time
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -44,42 +44,77 @@ class WebhookUrlError(ValueError):
     """The URL is not one a webhook may be sent to."""
 
 
-def _address_allowed(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+# IPv6 prefixes whose last 32 bits are an IPv4 address that a translator or the stack itself
+# sends to: NAT64's well-known prefix and the deprecated IPv4-compatible addresses.
+IPV4_SUFFIX_NETWORKS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return not (
         ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
         or ip.is_multicast or ip.is_unspecified or not ip.is_global
     )
 
 
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address leads to: 6to4's, Teredo's server and client, NAT64's
+    and an IPv4-compatible address's."""
+    embedded = [ip.sixtofour, *(ip.teredo or ())]
+    if any(ip in network for network in IPV4_SUFFIX_NETWORKS):
+        embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [address for address in embedded if address is not None]
+
+
+def _address_allowed(address: str) -> bool:
+    """Public, and so is every IPv4 address it embeds: `2002:7f00:1::1` (6to4) reaches
+    127.0.0.1 through a relay as surely as `::ffff:127.0.0.1` does."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        # The mapped range itself counts as private: the IPv4 address is the one to judge.
+        return _public(ip.ipv4_mapped)
+    embedded = _embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else []
+    return _public(ip) and all(map(_public, embedded))
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The URL's port, None when it names none. Port 0 would be the scheme's port at the check
+    and no port at all when connecting: only 1 to 65535 are ports."""
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or above 65535
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        raise WebhookUrlError("The port must be a number from 1 to 65535.")
+    return port
+
+
 def webhook_url_resolve(url: str) -> str:
-    """The address to connect to for `url`: http or https, a host, no credentials, and (unless
-    WEBHOOK_ALLOW_PRIVATE_ADDRESSES) every address the host resolves to public. Checked at
-    registration and again before each attempt, and the request goes to the address checked,
-    so a DNS answer that changes in between cannot point it inside the network."""
+    """The address to connect to for `url`: http or https, a host, no credentials, a port from
+    1 to 65535 if any, and (unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES) every address the host
+    resolves to public, and so every IPv4 address it embeds. Checked at registration and
+    again before each attempt, and the request goes to the address checked, so a DNS answer
+    that changes in between cannot point it inside the network."""
     try:
         parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
-        raise WebhookUrlError(f"not a valid URL: {exc}") from None
+        raise WebhookUrlError(f"Not a valid URL: {exc}.") from None
     if parts.scheme not in ("http", "https"):
-        raise WebhookUrlError("only http and https URLs are allowed.")
+        raise WebhookUrlError("Only http and https URLs are allowed.")
     if not parts.hostname:
-        raise WebhookUrlError("the URL has no host.")
+        raise WebhookUrlError("The URL has no host.")
     if parts.username is not None or parts.password is not None:
-        raise WebhookUrlError("the URL must not contain credentials.")
+        raise WebhookUrlError("The URL must not contain credentials.")
+    port = _port(parts) or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise WebhookUrlError(f"the host {parts.hostname!r} could not be resolved.") from None
+        raise WebhookUrlError(f"The host {parts.hostname!r} could not be resolved.") from None
     addresses = [info[4][0] for info in infos]
     if not addresses:
-        raise WebhookUrlError(f"the host {parts.hostname!r} could not be resolved.")
+        raise WebhookUrlError(f"The host {parts.hostname!r} could not be resolved.")
     if not settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES and not all(map(_address_allowed, addresses)):
         raise WebhookUrlError(
-            "the host resolves to a private, loopback, link-local or reserved address."
+            "The host resolves to a private, loopback, link-local or reserved address."
         )
     return addresses[0]
 
@@ -89,7 +124,7 @@ def webhook_url_validate(url: str) -> str:
     try:
         webhook_url_resolve(url)
     except WebhookUrlError as exc:
-        raise ValidationError({"url": [f"url: {exc}"]}) from None
+        raise ValidationError({"url": [str(exc)]}) from None
     return url
 
 

@@ -1,7 +1,8 @@
-"""Webhooks: a platform key registers, lists and removes its endpoints (secret shown once,
-another platform's is a 404); the pipeline's events reach a local receiver signed, stamped and
-with their id; a failing endpoint is retried with backoff, then failed, and never touches the
-pipeline; no http(s), private addresses and redirects are refused; users of no platform emit
+"""Webhooks: a platform key registers, lists (a page) and removes its endpoints (secret shown
+once, another platform's is a 404); the pipeline's events reach a local receiver signed, stamped
+and with their id; a failing endpoint is retried with backoff, then failed, and never touches
+the pipeline; no http(s), a port outside 1 to 65535, private addresses (also embedded in an IPv6
+address) and redirects are refused, the field named once; users of no platform emit
 nothing, and an event nobody can receive queues no fan-out job; a pending delivery whose job
 was lost is sent by the sweep, and one with a job waiting is left to it."""
 
@@ -15,6 +16,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 from django.db import connection, transaction
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
@@ -29,6 +31,7 @@ from memory_site.platforms.models import PlatformKey, WebhookDelivery, WebhookEn
 from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
 from memory_site.platforms.webhooks import DELIVER_TASK, deliver, delivery_sweep, fan_out
 from tests.factories import ConversationFactory, LegacyFactory, UserFactory, import_messages
+from tests.support.schema import assert_documented
 
 pytestmark = pytest.mark.django_db
 
@@ -158,9 +161,11 @@ def test_register_list_and_delete_endpoints_with_the_secret_shown_once(platform,
     assert endpoint.secret.startswith("whsec_") and len(endpoint.secret) > 40
     listed = _client(platform).get("/api/platform/webhooks")
     assert listed.status_code == 200
-    assert listed.json() == [
-        {"id": endpoint.pk, "url": receiver.url, "active": True, "created_at": created["created_at"]}
-    ]
+    assert listed.json() == {
+        "webhooks": [{"id": endpoint.pk, "url": receiver.url, "active": True,
+                      "created_at": created["created_at"]}],
+        "total": 1, "limit": 50, "offset": 0,
+    }
     deleted = _client(platform).delete(f"/api/platform/webhooks/{endpoint.pk}")
     assert deleted.status_code == 204
     assert not WebhookEndpoint.objects.exists()
@@ -172,7 +177,9 @@ def test_another_platforms_endpoint_is_a_404_and_stays(platform, receiver):
     response = _client(other).delete(f"/api/platform/webhooks/{endpoint_id}")
     assert response.status_code == 404
     assert response.json() == {"detail": "No such webhook endpoint.", "code": "not_found"}
-    assert _client(other).get("/api/platform/webhooks").json() == []
+    assert _client(other).get("/api/platform/webhooks").json() == {
+        "webhooks": [], "total": 0, "limit": 50, "offset": 0,
+    }
     assert WebhookEndpoint.objects.filter(pk=endpoint_id).exists()
 
 
@@ -187,30 +194,88 @@ def test_only_a_platform_key_manages_webhooks(platform):
     assert not WebhookEndpoint.objects.exists()
 
 
+def test_the_list_is_a_page_of_webhooks_with_a_total(platform, client):
+    spec = yaml.safe_load(client.get("/api/schema").content)
+    urls = [f"https://hooks{n}.example.org/" for n in range(3)]
+    platform_row = PlatformKey.objects.get_from_key(platform).platform
+    for url in urls:
+        WebhookEndpoint.objects.create(platform=platform_row, url=url, secret="whsec_x")
+    response = _client(platform).get("/api/platform/webhooks", {"limit": 2, "offset": 1})
+    assert response.status_code == 200
+    body = assert_documented(response, spec, "/api/platform/webhooks", "get")
+    assert [endpoint["url"] for endpoint in body["webhooks"]] == urls[1:]
+    assert (body["total"], body["limit"], body["offset"]) == (3, 2, 1)
+
+
+PRIVATE = "The host resolves to a private, loopback, link-local or reserved address."
+
+
+def _refused(response, message: str) -> None:
+    """A 400 in the API's error format that names the field once, and nothing registered."""
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": f"url: {message}", "code": "invalid", "errors": {"url": [message]},
+    }
+    assert not WebhookEndpoint.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("http://127.0.0.1/", "private, loopback, link-local or reserved"),
-        ("http://169.254.169.254/latest/meta-data", "private, loopback, link-local or reserved"),
-        ("http://10.1.2.3:8080/", "private, loopback, link-local or reserved"),
-        ("http://[::1]/", "private, loopback, link-local or reserved"),
-        ("http://user:pw@example.org/", "credentials"),
+        ("http://127.0.0.1/", PRIVATE),
+        ("http://169.254.169.254/latest/meta-data", PRIVATE),
+        ("http://10.1.2.3:8080/", PRIVATE),
+        ("http://[::1]/", PRIVATE),
+        ("http://user:pw@example.org/", "The URL must not contain credentials."),
     ],
 )
 def test_private_addresses_are_refused_at_registration(platform, settings, url, message):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
     response = _client(platform).post("/api/platform/webhooks", {"url": url}, format="json")
-    assert response.status_code == 400
-    assert message in json.dumps(response.json())
-    assert not WebhookEndpoint.objects.exists()
+    _refused(response, message)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:a01:203::1",  # 6to4 of 10.1.2.3
+        "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+        "::ffff:127.0.0.1",  # IPv4-mapped
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "::127.0.0.1",  # IPv4-compatible
+    ],
+)
+def test_an_ipv6_address_embedding_a_refused_ipv4_is_refused(platform, settings, address):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    response = _client(platform).post(
+        "/api/platform/webhooks", {"url": f"http://[{address}]/hooks"}, format="json"
+    )
+    _refused(response, PRIVATE)
+
+
+def test_an_ipv6_address_embedding_a_public_ipv4_is_accepted(platform, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    for url in ("http://[2002:808:808::1]/hooks", "http://[::ffff:8.8.8.8]/hooks"):
+        assert _register(platform, url)["url"] == url
+    assert WebhookEndpoint.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    "url", ["http://example.com:0/", "http://[2606:4700::1111]:0/", "http://example.com:65536/"]
+)
+def test_a_port_outside_1_to_65535_is_refused(platform, settings, url):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    response = _client(platform).post("/api/platform/webhooks", {"url": url}, format="json")
+    _refused(response, "The port must be a number from 1 to 65535.")
 
 
 def test_a_non_http_url_is_refused(platform):
     response = _client(platform).post(
         "/api/platform/webhooks", {"url": "ftp://example.org/hooks"}, format="json"
     )
-    assert response.status_code == 400
-    assert not WebhookEndpoint.objects.exists()
+    _refused(response, "Only http and https URLs are allowed.")
 
 
 def test_archive_events_reach_the_receiver_signed(platform, receiver,
@@ -300,6 +365,22 @@ def test_delivery_refuses_a_private_address_when_not_allowed(
     assert receiver.requests == []
     delivery = WebhookDelivery.objects.get(event_type="conversation.archived")
     assert "private, loopback" in delivery.last_error
+
+
+def test_delivery_refuses_an_ipv6_address_embedding_a_loopback_ipv4(
+    platform, receiver, settings, django_capture_on_commit_callbacks
+):
+    _register(platform, receiver.url)
+    # Registered before the rule: the check before each attempt refuses it all the same.
+    WebhookEndpoint.objects.update(
+        url=f"http://[2002:7f00:1::1]:{receiver.server.server_port}/hooks"
+    )
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    conversation = _platform_conversation(platform)
+    _catch_up(conversation, django_capture_on_commit_callbacks)
+    assert receiver.requests == []
+    delivery = WebhookDelivery.objects.get(event_type="conversation.archived")
+    assert (delivery.status, delivery.last_error) == ("pending", f"WebhookUrlError: {PRIVATE}")
 
 
 def test_users_of_no_platform_emit_nothing(platform, receiver, django_capture_on_commit_callbacks):
