@@ -3,6 +3,7 @@
 from django import forms
 
 from facts.models import LegacyMembership
+from facts.services import LEGACY_NAME_MAX_CHARS
 
 
 class LeaveLegacyForm(forms.Form):
@@ -13,6 +14,22 @@ class LeaveLegacyForm(forms.Form):
         required=True,
         label="I understand what happens when I leave.",
         error_messages={"required": "Tick the box to confirm that you want to leave."},
+    )
+
+
+class LegacyCreateForm(forms.Form):
+    """A new legacy on My legacies. The form takes the name as typed; the rules and their words
+    (a name, at most LEGACY_NAME_MAX_CHARS characters, no NUL) are those of
+    facts.services.legacy_create, which POST /api/legacies calls too. The browser is told the
+    first two, to say them before sending."""
+
+    name = forms.CharField(
+        label="Name of the person you remember",
+        required=False,
+        strip=False,
+        widget=forms.TextInput(
+            attrs={"required": True, "maxlength": LEGACY_NAME_MAX_CHARS, "autocomplete": "off"}
+        ),
     )
 
 

@@ -8,6 +8,7 @@ app_name = "facts"
 
 urlpatterns = [
     path("", views.legacy_list, name="legacy_list"),
+    path("legacies/new", views.legacy_create, name="legacy_create"),
     path("legacies/<uuid:legacy_id>", views.legacy_detail, name="legacy_detail"),
     path("legacies/<uuid:legacy_id>/leave", views.legacy_leave, name="legacy_leave"),
     path("legacies/<uuid:legacy_id>/invite", views.legacy_invite, name="legacy_invite"),

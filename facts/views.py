@@ -1,5 +1,5 @@
-"""Dashboard pages of legacies, their family and their facts: review, share, edit and delete
-(htmx in place), inviting, answering invitations, and leaving a legacy."""
+"""Dashboard pages of legacies, their family and their facts: creating a legacy, review, share,
+edit and delete (htmx in place), inviting, answering invitations, and leaving a legacy."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from facts import selectors, services
-from facts.forms import InvitationAnswerForm, InviteForm, LeaveLegacyForm
+from facts.forms import InvitationAnswerForm, InviteForm, LeaveLegacyForm, LegacyCreateForm
 from facts.models import FactConflict, Legacy, LegacyFact
 from facts.selectors import legacies_with_member_counts
 from memory_site.core.text import NUL_MESSAGE, has_nul
@@ -108,11 +108,44 @@ def _row(request: HttpRequest, fact: LegacyFact, **extra: object) -> HttpRespons
     return render(request, "facts/_fact_row.html", {"fact": fact, "user": request.user, **extra})
 
 
+def _render_legacy_list(
+    request: HttpRequest, create_form: LegacyCreateForm | None = None, status: int = 200
+) -> HttpResponse:
+    context = {
+        "legacies": legacies_with_member_counts(request.user),
+        "create_form": create_form or LegacyCreateForm(),
+    }
+    return render(request, "facts/legacy_list.html", context, status=status)
+
+
 @login_required
 @require_GET
 def legacy_list(request: HttpRequest) -> HttpResponse:
-    legacies = legacies_with_member_counts(request.user)
-    return render(request, "facts/legacy_list.html", {"legacies": legacies})
+    """My legacies, and the form that creates one."""
+    return _render_legacy_list(request)
+
+
+@login_required
+@require_POST
+def legacy_create(request: HttpRequest) -> HttpResponse:
+    """Create a legacy (My legacies' form) through the API's service: its creator becomes its
+    owner and lands on its page, where they invite the family. A refused name goes back to the
+    list with the error on the field and the name as typed."""
+    form = LegacyCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            legacy = services.legacy_create(user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            for field, errors in _first_errors(exc).items():
+                form.add_error(None if field == "non_field_errors" else field, errors)
+        else:
+            messages.success(
+                request,
+                f"You have created the legacy of {legacy.name} and are its owner. "
+                "Invite the family below by their usernames.",
+            )
+            return redirect("facts:legacy_detail", legacy_id=legacy.pk)
+    return _render_legacy_list(request, form, status=400)
 
 
 def _render_legacy_detail(

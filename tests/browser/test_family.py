@@ -1,13 +1,13 @@
-"""Real-browser tests of the family on the legacy page and of leaving it: Playwright drives
-Debian's chromium against the live server. With --screenshots, saves docs/screenshots/
-family-page.png."""
+"""Real-browser tests of creating a legacy, of the family on the legacy page and of leaving it:
+Playwright drives Debian's chromium against the live server. With --screenshots, saves
+docs/screenshots/family-page.png."""
 
 from datetime import UTC, datetime
 
 import pytest
 from playwright.sync_api import expect
 
-from facts.models import LegacyFact, LegacyMembership
+from facts.models import Legacy, LegacyFact, LegacyMembership
 from tests.factories import LegacyFactFactory, MembershipFactory, UserFactory
 from tests.support.browser import sign_in
 
@@ -111,3 +111,34 @@ def test_without_javascript_the_owner_leaves_and_the_last_member_is_told_why_not
         "You are the only member of Walter Brandt, so you cannot leave it"
     )
     expect(alone.get_by_role("button", name="Leave Walter Brandt")).to_have_count(0)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
+def test_a_newcomer_creates_a_legacy_and_becomes_its_owner(browser, live_server, javascript):
+    UserFactory(username="newcomer")
+    page = sign_in(browser, live_server, "newcomer", java_script_enabled=javascript)
+    expect(page.locator(".empty")).to_contain_text("Create one below for the person you remember")
+    expect(page.locator(".empty")).to_contain_text("invite you by your username, newcomer")
+
+    # Blank is refused by the server's rule (the browser only knows "not empty"), inline.
+    name = page.get_by_label("Name of the person you remember")
+    name.fill("   ")
+    page.get_by_role("button", name="Create legacy").click()
+    expect(page.get_by_role("alert")).to_have_text("A legacy needs a name.")
+    assert not Legacy.objects.exists()
+
+    name.fill("Grandpa Joe")
+    page.get_by_role("button", name="Create legacy").click()
+    legacy = Legacy.objects.get()
+    expect(page).to_have_url(f"{live_server.url}/legacies/{legacy.pk}")
+    expect(page.locator(".flash")).to_have_text(
+        "You have created the legacy of Grandpa Joe and are its owner. "
+        "Invite the family below by their usernames."
+    )
+    expect(page.locator("#member-newcomer")).to_contain_text("Owner")
+    expect(page.get_by_role("button", name="Send invitation")).to_be_visible()
+
+    page.get_by_role("link", name="My legacies").first.click()
+    expect(page.get_by_role("link", name="Grandpa Joe", exact=True)).to_be_visible()
+    expect(page.get_by_text("You are owner · 1 member")).to_be_visible()
+    expect(page.get_by_role("heading", name="Create a legacy")).to_be_visible()

@@ -478,6 +478,14 @@ EXPECTED: dict[str, dict[str, tuple[int, ...]]] = {
         "patch": (302, 405, 405, 405, 405, 405, 302),
         "delete": (302, 405, 405, 405, 405, 405, 302),
     },
+    # Anyone signed in creates a legacy (an empty form is a 400: the name is required).
+    "facts:legacy_create": {
+        "get": (302, 405, 405, 405, 405, 405, 302),
+        "post": (302, 400, 400, 400, 400, 400, 302),
+        "put": (302, 405, 405, 405, 405, 405, 302),
+        "patch": (302, 405, 405, 405, 405, 405, 302),
+        "delete": (302, 405, 405, 405, 405, 405, 302),
+    },
     "facts:legacy_detail": {
         "get": (302, 404, 404, 200, 200, 404, 302),
         "post": (302, 405, 405, 405, 405, 405, 302),
