@@ -16,6 +16,10 @@ from pgvector.django import BitField, HnswIndex, VectorField
 STORED_TEXT_CONFIG = "english"
 # The roles whose messages are retrieval units: what the user and the agent said.
 UNIT_ROLES = ("user", "assistant")
+# Between a request's Idempotency-Key and a message's part in it, as stored
+# (conversations.selectors.idempotency_stored_key): ␟ SYMBOL FOR UNIT SEPARATOR, outside the
+# printable ASCII that a client's key is made of.
+IDEMPOTENCY_SEPARATOR = "\u241f"
 
 
 def _search_vector() -> models.GeneratedField:
@@ -190,6 +194,13 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.role}: {self.content[:50]}"
+
+    @property
+    def client_idempotency_key(self) -> str | None:
+        """The Idempotency-Key of the request that wrote the message, as the client sent it."""
+        if self.idempotency_key is None:
+            return None
+        return self.idempotency_key.split(IDEMPOTENCY_SEPARATOR, 1)[0]
 
 
 class ConversationMemory(models.Model):

@@ -1,7 +1,8 @@
 """Reads of conversations and messages, always scoped to the conversation's own user."""
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 from uuid import UUID
@@ -40,7 +41,13 @@ from agent_memory.selectors import (
     places_from_json,
     places_sql,
 )
-from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
+from conversations.models import (
+    IDEMPOTENCY_SEPARATOR,
+    Conversation,
+    ConversationChunk,
+    ConversationMemory,
+    Message,
+)
 from conversations.retrieval import SearchHit, search_conversations
 from facts.models import Legacy, LegacyFact
 from facts.selectors import facts_from_json, facts_visible_sql
@@ -89,12 +96,67 @@ def message_for_user(*, user: AbstractBaseUser, message_id: object) -> Message:
     return message
 
 
+# A request's Idempotency-Key (printable ASCII, services.validate_idempotency_key) is stored on
+# each message the request writes as `<key>␟<part>`: part "" for the message of POST messages
+# or a turn's user message, "reply" for the turn's reply, `<i>` for message i of a batch. A key
+# a client sends cannot hold the separator, so it never equals a key stored for another request,
+# and the messages of one request are exactly those under `<key>␟`. Messages saved before keys
+# had a separator hold `<key>`, `<key>:reply` and `<key>:<i>`: they are still read the way they
+# were written, so that a request made before still replays.
+REPLY_PART = "reply"
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def idempotency_stored_key(key: str, part: str | int = "") -> str:
+    """What a message that the request with the client's `key` writes as `part` is stored under."""
+    return f"{key}{IDEMPOTENCY_SEPARATOR}{part}"
+
+
+@dataclass(frozen=True)
+class KeyedMessages:
+    """The messages one client Idempotency-Key names in a conversation."""
+
+    message: Message | None = None  # of POST messages, or a turn's user message
+    reply: Message | None = None  # the turn's reply
+    batch: dict[int, Message] = field(default_factory=dict)  # by index in the batch
+
+    @property
+    def used(self) -> bool:
+        return bool(self.message or self.reply or self.batch)
+
+
+def messages_under_key(*, conversation: Conversation, key: str) -> KeyedMessages:
+    """What the client's `key` names in the conversation: the messages stored under `<key>␟`,
+    and those saved before keys had a separator (`<key>`, and `<key>:<i>` as a batch's)."""
+    prefix, old_prefix = idempotency_stored_key(key), f"{key}:"
+    message = old_message = reply = None
+    batch: dict[int, Message] = {}
+    old_batch: dict[int, Message] = {}
+    for row in Message.objects.filter(
+        Q(idempotency_key__startswith=prefix) | Q(idempotency_key=key)
+        | Q(idempotency_key__startswith=old_prefix),
+        conversation=conversation,
+    ):
+        stored = row.idempotency_key
+        if stored.startswith(prefix):
+            part = stored.removeprefix(prefix)
+            if part == "":
+                message = row
+            elif part == REPLY_PART:
+                reply = row
+            elif _INDEX.fullmatch(part):
+                batch[int(part)] = row
+        elif stored == key:
+            old_message = row
+        elif _INDEX.fullmatch(index := stored.removeprefix(old_prefix)):
+            old_batch[int(index)] = row
+    # An old turn's reply (`<key>:reply`) is found by its metadata (services.turn), not its key.
+    return KeyedMessages(message=message or old_message, reply=reply, batch=batch or old_batch)
+
+
 def idempotency_key_used(*, conversation: Conversation, key: str) -> bool:
-    """Whether a message of the conversation was saved under this Idempotency-Key (or its
-    turn reply under `<key>:reply`)."""
-    return Message.objects.filter(
-        conversation=conversation, idempotency_key__in=[key, f"{key}:reply"]
-    ).exists()
+    """Whether a request with this Idempotency-Key saved a message in the conversation."""
+    return messages_under_key(conversation=conversation, key=key).used
 
 
 def messages_for_conversation(

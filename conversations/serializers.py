@@ -207,7 +207,9 @@ class ExportMessageSerializer(serializers.Serializer):
     content = serializers.CharField()
     token_count = serializers.IntegerField()
     metadata = serializers.DictField()
-    idempotency_key = serializers.CharField(allow_null=True)
+    # The Idempotency-Key of the request that wrote the message, as the client sent it (stored
+    # with a separator and the message's part in the request: selectors.idempotency_stored_key).
+    idempotency_key = serializers.CharField(allow_null=True, source="client_idempotency_key")
     created_at = IsoDateTimeField()
 
 

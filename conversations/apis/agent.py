@@ -113,8 +113,9 @@ class ConversationTurnApi(APIView):
             ),
             **error_responses(
                 400, 401, 404, 409, 429,
-                descriptions={409: "The Idempotency-Key was used for another message "
-                              "(`conflict`), or a request with it is still running the turn "
+                descriptions={409: "The Idempotency-Key was used for another message or "
+                              "a batch (`conflict`; nothing written, not even the user "
+                              "message), or a request with it is still running the turn "
                               "(`turn_in_progress`)."},
             ),
             502: OpenApiResponse(

@@ -183,7 +183,7 @@ class MessageListCreateApi(APIView):
                 descriptions={
                     403: ROLE_403,
                     409: "The Idempotency-Key was used for another message (other role or "
-                    "content); nothing written.",
+                    "content) or for a batch; nothing written.",
                 },
             ),
         },
@@ -234,9 +234,9 @@ class MessageBatchCreateApi(APIView):
                     "messages for the whole batch (none, or over IMPORT_MAX_BATCH) or an object "
                     "of the bad messages' errors by index.",
                     403: ROLE_403,
-                    409: "Nothing written: the Idempotency-Key was used for another batch "
-                    "(`conflict`), or the batch's times conflict with the timeline "
-                    "(`timeline_conflict`: a `created_at` in the future, before the message "
+                    409: "Nothing written: the Idempotency-Key was used for another batch, a "
+                    "message or a turn (`conflict`), or the batch's times conflict with the "
+                    "timeline (`timeline_conflict`: a `created_at` in the future, before the message "
                     "before it or before the conversation's last message; `errors.messages` "
                     "by index, as for a 400).",
                 },

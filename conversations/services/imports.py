@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from conversations import queue
 from conversations.models import Conversation, Message
+from conversations.selectors import idempotency_stored_key, messages_under_key
 from conversations.services.messages import (
     APPENDABLE_ROLES,
     SESSION_STATE_FIELDS,
@@ -22,6 +23,7 @@ from conversations.services.messages import (
     check_roles_allowed,
     conversation_create,
     session_state_of,
+    validate_idempotency_key,
     validate_message_content,
 )
 from conversations.session_state import next_state
@@ -142,9 +144,10 @@ def messages_import(
     """Append up to IMPORT_MAX_BATCH messages in one transaction with the next gap-free
     sequences, all or nothing (BatchInvalid names each bad message's index).
 
-    With an Idempotency-Key, message i is stored under `<key>:<i>`; a batch sent again with
-    the same key answers the messages saved the first time and writes nothing, another batch
-    under a used key is a BatchIdempotencyConflict. PermissionDenied for a role outside
+    With an Idempotency-Key, message i is stored under `<key>␟<i>` (selectors); a batch sent
+    again with the same key answers the messages saved the first time and writes nothing,
+    another batch under a used key, or any batch under the key of a message or a turn, is a
+    BatchIdempotencyConflict. PermissionDenied for a role outside
     `allowed_roles`. The summarisation job is enqueued once, after commit (unless `summarize`
     is False: the file import enqueues once per conversation)."""
     if not messages:
@@ -154,6 +157,7 @@ def messages_import(
             {"messages": [f"At most {settings.IMPORT_MAX_BATCH} messages in a batch."]}
         )
     check_roles_allowed({message.role for message in messages}, allowed_roles)
+    idempotency_key = validate_idempotency_key(idempotency_key)
     with transaction.atomic():
         # The row lock serialises writers of this conversation: sequences stay gap-free, and a
         # batch sent twice at once is written by the first and replayed by the second.
@@ -181,7 +185,9 @@ def messages_import(
                 role=message.role,
                 content=message.content,
                 token_count=count_tokens(message.content),
-                idempotency_key=f"{idempotency_key}:{index}" if idempotency_key else None,
+                idempotency_key=(
+                    idempotency_stored_key(idempotency_key, index) if idempotency_key else None
+                ),
             ))
         Message.objects.bulk_create(rows)
         # created_at is auto_now_add, which an insert always overwrites: the original times
@@ -220,17 +226,14 @@ def _set_created_at(rows: list[Message]) -> None:
 def _replayed_batch(
     conversation: Conversation, idempotency_key: str, messages: Sequence[ImportMessage]
 ) -> list[Message] | None:
-    """The messages saved earlier under `<key>:<index>`, None when the key is new;
-    BatchIdempotencyConflict unless they are exactly this batch."""
-    prefix = f"{idempotency_key}:"
-    earlier = {}
-    for message in Message.objects.filter(
-        conversation=conversation, idempotency_key__startswith=prefix
-    ):
-        index = message.idempotency_key.removeprefix(prefix)
-        if index.isdecimal():
-            earlier[int(index)] = message
+    """The messages of the batch saved earlier under this key, None when the key is new;
+    BatchIdempotencyConflict unless they are exactly this batch, or when a message or a turn
+    was saved under the key."""
+    keyed = messages_under_key(conversation=conversation, key=idempotency_key)
+    earlier = keyed.batch
     if not earlier:
+        if keyed.used:
+            raise BatchIdempotencyConflict()
         return None
     if sorted(earlier) != list(range(len(messages))) or any(
         _differs(earlier[index], message) for index, message in enumerate(messages)
@@ -296,7 +299,9 @@ def _imported_conversation(
 ) -> Conversation | None:
     first = (
         Message.objects.filter(
-            conversation__user=user, conversation__legacy=legacy, idempotency_key=f"{key}:0:0"
+            conversation__user=user, conversation__legacy=legacy,
+            # The first message's key, and the one it had before keys had a separator.
+            idempotency_key__in=[idempotency_stored_key(f"{key}:0", 0), f"{key}:0:0"],
         )
         .select_related("conversation").first()
     )

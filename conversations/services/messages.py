@@ -5,7 +5,7 @@ from collections.abc import Collection
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from conversations import queue
@@ -16,6 +16,7 @@ from conversations.models import (
     ConversationMemory,
     Message,
 )
+from conversations.selectors import REPLY_PART, idempotency_stored_key, messages_under_key
 from conversations.session_state import SessionState, next_state
 from facts.models import Legacy
 from memory_site.core.ai import count_tokens
@@ -81,13 +82,15 @@ def validate_message_content(content: str) -> str:
     return content
 
 
-# Keys are stored with a ":reply" suffix for the turn's reply (Message.idempotency_key holds 200).
+# Stored with a separator and a part (selectors.idempotency_stored_key; Message.idempotency_key
+# holds 200).
 IDEMPOTENCY_KEY_MAX_CHARS = 128
 
 
 def validate_idempotency_key(key: str | None) -> str | None:
     """The key, or None when absent; anything but 1–128 printable ASCII characters is an error
-    on `Idempotency-Key` (the header that carries it)."""
+    on `Idempotency-Key` (the header that carries it). Printable ASCII only is what keeps a key
+    a client sends apart from the keys stored for other requests (selectors)."""
     if not key:
         return None
     if len(key) > IDEMPOTENCY_KEY_MAX_CHARS or not all(" " <= char <= "~" for char in key):
@@ -113,61 +116,61 @@ def message_append(
     content: str,
     metadata: dict | None = None,
     idempotency_key: str | None = None,
+    as_reply: bool = False,
     allowed_roles: Collection[str] | None = None,
 ) -> tuple[Message, bool]:
     """Append a message with the next gap-free sequence number.
 
     Returns (message, created). With an idempotency key already used in this
     conversation, the earlier message is returned and nothing is written; IdempotencyConflict
-    when that message has another role or content. PermissionDenied, and nothing written, for
-    a role outside `allowed_roles` (None: every role).
+    when that message has another role or content, or the key is a batch's. `as_reply`: the
+    message is the reply of the turn with this key, not the message it names. PermissionDenied,
+    and nothing written, for a role outside `allowed_roles` (None: every role).
     """
     if role not in APPENDABLE_ROLES:
         raise ValidationError({"role": [f"Must be one of: {', '.join(sorted(APPENDABLE_ROLES))}."]})
     check_roles_allowed([role], allowed_roles)
     validate_message_content(content)
-    if idempotency_key and (
-        replayed := _replayed(conversation, idempotency_key, role=role, content=content)
-    ):
-        return replayed, False
-    try:
-        with transaction.atomic():
-            # The row lock serialises appends to one conversation; the counter is rolled
-            # back with the message, so sequences never have gaps.
-            locked = _locked(conversation)
-            now = timezone.now()
-            message = Message.objects.create(
-                conversation=locked,
-                sequence=locked.message_count,
-                role=role,
-                content=content,
-                token_count=count_tokens(content),
-                metadata=metadata or {},
-                idempotency_key=idempotency_key or None,
-            )
-            locked.message_count += 1
-            locked.last_message_at = now
-            state = next_state(session_state_of(locked), role=role, content=content)
-            apply_session_state(locked, state)
-            locked.save(update_fields=["message_count", "last_message_at", "updated_at",
-                                       *SESSION_STATE_FIELDS])
-            if role == Message.Role.ASSISTANT:
-                # After commit, so the job sees the message; a crash in between is covered by
-                # the sweep, which finds every conversation whose summarisation is due.
-                conversation_id = locked.pk
-                transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
-            if role in UNIT_ROLES:
-                # A retrieval unit: embedded by a job, never on the request path; a crash
-                # before the job is queued is covered by the embedding sweep.
-                embed_id = locked.pk
-                transaction.on_commit(lambda: queue.enqueue_embedding(conversation_id=embed_id))
-    except IntegrityError:
-        # A racing request with the same key committed first: answer with its message.
+    idempotency_key = validate_idempotency_key(idempotency_key)
+    with transaction.atomic():
+        # The row lock serialises appends to one conversation (the counter is rolled back with
+        # the message, so sequences never have gaps) and the check of the key with them: a
+        # request with the same key, or a batch under it, cannot commit in between.
+        locked = _locked(conversation)
         if idempotency_key and (
-            replayed := _replayed(conversation, idempotency_key, role=role, content=content)
+            replayed := _replayed(locked, idempotency_key, as_reply=as_reply, role=role,
+                                  content=content)
         ):
             return replayed, False
-        raise
+        now = timezone.now()
+        message = Message.objects.create(
+            conversation=locked,
+            sequence=locked.message_count,
+            role=role,
+            content=content,
+            token_count=count_tokens(content),
+            metadata=metadata or {},
+            idempotency_key=(
+                idempotency_stored_key(idempotency_key, REPLY_PART if as_reply else "")
+                if idempotency_key else None
+            ),
+        )
+        locked.message_count += 1
+        locked.last_message_at = now
+        state = next_state(session_state_of(locked), role=role, content=content)
+        apply_session_state(locked, state)
+        locked.save(update_fields=["message_count", "last_message_at", "updated_at",
+                                   *SESSION_STATE_FIELDS])
+        if role == Message.Role.ASSISTANT:
+            # After commit, so the job sees the message; a crash in between is covered by
+            # the sweep, which finds every conversation whose summarisation is due.
+            conversation_id = locked.pk
+            transaction.on_commit(lambda: queue.enqueue_summarization(conversation_id=conversation_id))
+        if role in UNIT_ROLES:
+            # A retrieval unit: embedded by a job, never on the request path; a crash
+            # before the job is queued is covered by the embedding sweep.
+            embed_id = locked.pk
+            transaction.on_commit(lambda: queue.enqueue_embedding(conversation_id=embed_id))
     conversation.message_count = locked.message_count
     conversation.last_message_at = locked.last_message_at
     apply_session_state(conversation, session_state_of(locked))
@@ -175,13 +178,14 @@ def message_append(
 
 
 def _replayed(
-    conversation: Conversation, idempotency_key: str, *, role: str, content: str
+    conversation: Conversation, idempotency_key: str, *, as_reply: bool, role: str, content: str
 ) -> Message | None:
-    """The message saved earlier under this key, if any; IdempotencyConflict when it is not
-    the same message."""
-    existing = Message.objects.filter(
-        conversation=conversation, idempotency_key=idempotency_key
-    ).first()
+    """The message (or turn reply) saved earlier under this key, if any; IdempotencyConflict
+    when it is not the same message, or when the key is a batch's."""
+    keyed = messages_under_key(conversation=conversation, key=idempotency_key)
+    if keyed.batch:
+        raise IdempotencyConflict()
+    existing = keyed.reply if as_reply else keyed.message
     if existing is not None and (existing.role != role or existing.content != content):
         raise IdempotencyConflict()
     return existing

@@ -220,8 +220,8 @@ def turn_run(
             return _turn_locked(conversation=conversation, user_message=user_message,
                                 idempotency_key=idempotency_key, created=created)
     except IdempotencyConflict as exc:
-        # The reply's key (`<key>:reply`) too: a message appended with it by hand is not
-        # this turn's reply.
+        # Raised by the user message's append, before anything is written: the reply is stored
+        # under a key no other request can use (selectors.idempotency_stored_key).
         raise TurnConflict(str(exc)) from exc
 
 
@@ -292,7 +292,6 @@ def _turn_locked(
             records.extend(batch)
             _replay(chat, batch)
 
-    reply_key = f"{idempotency_key}:reply" if idempotency_key else None
     # PostgreSQL text cannot hold NUL: a reply that contains one loses only that character.
     reply_text = reply.content.replace("\x00", "")
     # Saved with the reply, so that a retry answering it reports the context it was given.
@@ -312,7 +311,7 @@ def _turn_locked(
                 "provider": llm.name,
                 **context,
             },
-            idempotency_key=reply_key,
+            idempotency_key=idempotency_key, as_reply=True,
         )
     except ValidationError:
         # A reply longer than MESSAGE_MAX_CHARS is stored cut to the limit rather than lost.
@@ -322,7 +321,7 @@ def _turn_locked(
             metadata={"reply_to": user_message.sequence, "truncated": True,
                       "tool_calls": [{"id": r["id"], "name": r["name"]} for r in records],
                       **held_back, "provider": llm.name, **context},
-            idempotency_key=reply_key,
+            idempotency_key=idempotency_key, as_reply=True,
         )
     return TurnResult(
         user_message=user_message, assistant_message=assistant_message, tool_calls=records,

@@ -81,7 +81,7 @@ def test_a_long_history_goes_in_batches_and_resumes_where_it_stopped(family, tmp
     assert list(conversation.messages.values_list("sequence", flat=True)) == list(range(10))
     key = line_key(json.dumps(line))
     assert list(conversation.messages.values_list("idempotency_key", flat=True)) == [
-        f"{key}:{batch}:{index}" for batch, size in enumerate((4, 4, 2)) for index in range(size)
+        f"{key}:{batch}␟{index}" for batch, size in enumerate((4, 4, 2)) for index in range(size)
     ]
     assert "10/10 messages" in out
     # A run that stopped after the first batch goes on from the second.
@@ -94,6 +94,35 @@ def test_a_long_history_goes_in_batches_and_resumes_where_it_stopped(family, tmp
         f"Line {i}" for i in range(10)]
     assert out.splitlines()[-1] == (
         "Imported 1 conversations and 6 messages; skipped 0 conversations and 4 messages "
+        "imported before."
+    )
+
+
+def test_an_import_saved_before_keys_had_a_separator_is_not_imported_twice(family, tmp_path,
+                                                                           settings):
+    settings.IMPORT_MAX_BATCH = 4
+    line = {"username": "owner", "legacy_id": str(family.legacy.pk), "messages": [
+        {"role": "user", "content": f"Line {i}"} for i in range(6)
+    ]}
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    run(path)
+    conversation = Conversation.objects.get()
+    # As stored before: `<key>:<batch>:<index>`, and a run that stopped after the first batch.
+    conversation.messages.filter(sequence__gte=4).delete()
+    Conversation.objects.filter(pk=conversation.pk).update(message_count=4)
+    key = line_key(json.dumps(line))
+    for message in conversation.messages.all():
+        Message.objects.filter(pk=message.pk).update(
+            idempotency_key=f"{key}:0:{message.sequence}")
+
+    out, _ = run(path)
+
+    assert Conversation.objects.get() == conversation
+    assert list(conversation.messages.values_list("content", flat=True)) == [
+        f"Line {i}" for i in range(6)]
+    assert out.splitlines()[-1] == (
+        "Imported 1 conversations and 2 messages; skipped 0 conversations and 4 messages "
         "imported before."
     )
 

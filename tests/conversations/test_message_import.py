@@ -154,7 +154,7 @@ def test_the_same_batch_again_with_its_key_writes_nothing_and_answers_the_same(o
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json() == first.json()
     assert [m.idempotency_key for m in written(conversation)] == [
-        "batch-1:0", "batch-1:1", "batch-1:2"]
+        "batch-1␟0", "batch-1␟1", "batch-1␟2"]
 
 
 @pytest.mark.parametrize("other", [
