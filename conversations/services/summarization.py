@@ -1,7 +1,6 @@
 """Writes of the memory pipelines: the rolling summary (seed 002) and archived chunks with facts (seed 000)."""
 
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -32,7 +31,7 @@ from memory_site.core.ai import (
 )
 from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
-from memory_site.core.language.names import short_forms
+from memory_site.core.language.names import read_legacy_name, short_forms
 from memory_site.core.language.sentences import display_name
 from memory_site.core.locks import LockNamespace
 
@@ -50,15 +49,13 @@ def summary_window(last_sequence: int) -> tuple[int, int]:
 
 
 def legacy_aliases(legacy_name: str) -> list[str]:
-    """Other names the family uses: the first name and any nickname written in quotes or
-    parentheses, as in `Margaret "Peggy" Whitfield` or `Robert (Bob) Lee`, then the common
-    short forms of those first names from the nickname table ("Gene" for Eugene, "Maggie"
-    for Margaret; memory_site.core.language.names). Only the legacy's own names expand."""
-    aliases = re.findall(r'["“(]([^"”)]+)["”)]', legacy_name)
-    plain = re.sub(r'["“(][^"”)]*["”)]', " ", legacy_name).split()
-    if len(plain) > 1:
-        aliases.append(plain[0])
-    aliases = [alias.strip() for alias in dict.fromkeys(aliases) if alias.strip()]
+    """Other names the family uses: any nickname written in quotes or parentheses, as in
+    `Margaret "Peggy" Whitfield` or `Robert (Bob) Lee`, the first name, the kinship word the
+    name opens with ("Grandpa Joe": "Joe", "Grandpa"; a kinship alias, see
+    memory_site.core.language.names.read_legacy_name), then the common short forms of those
+    first names from the nickname table ("Gene" for Eugene, "Maggie" for Margaret). Only the
+    legacy's own names expand."""
+    aliases = read_legacy_name(legacy_name).aliases
     return [*aliases, *short_forms([display_name(legacy_name), *aliases])]
 
 

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from memory_site.core.language.names import read_legacy_name
 from memory_site.core.language.sentences import display_name
 from memory_site.core.language.words import (
     FAMILY_OF,
@@ -76,9 +77,19 @@ def _lower_case_name_after(names: tuple[str, ...]) -> re.Pattern[str]:
 
 def _legacy_names(legacy_name: str, aliases: Sequence[str]) -> tuple[str, ...]:
     """The legacy's names: full name, first name, nicknames (an alias that is a kinship word,
-    such as "Nana", is a kinship alias instead)."""
-    names = dict.fromkeys([legacy_name.strip(), *aliases, display_name(legacy_name)])
+    such as "Nana", is a kinship alias instead; so is the kinship word of a legacy named
+    "Grandpa Joe", whose names are "Joe" and "Grandpa Joe": see _given_families)."""
+    name = read_legacy_name(legacy_name)
+    names = dict.fromkeys([legacy_name.strip(), *name.names, *aliases, name.display])
     return tuple(n.strip() for n in names if n.strip() and n.strip().lower() not in FAMILY_OF)
+
+
+def _given_families(legacy_name: str, aliases: Sequence[str]) -> set[str]:
+    """The kinship families the legacy was given: of an alias that is a kinship word
+    (`Dorothy "Nana" Kimball`) or of the kinship word their name opens with ("Grandpa Joe",
+    "Grandma")."""
+    words = [*aliases, *read_legacy_name(legacy_name).kin]
+    return {FAMILY_OF[w.strip().lower()] for w in words if w.strip().lower() in FAMILY_OF}
 
 
 def _who(name: str, names: Sequence[str], *, name_last: bool) -> str | None:
@@ -178,9 +189,9 @@ class KinshipReader:
         self._lower_name = re.compile(
             rf"(?<![\w'’])(?:{alternation(lower)})(?:['’]s)?\s+(?:was|is|had|has|did|went|got|"
             rf"used|loved|never|always|would|could|and\s+(?:i|me)|\w+ed)\b")
-        # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) is a link already.
-        self._given = {FAMILY_OF[a.strip().lower()] for a in aliases
-                       if a.strip().lower() in FAMILY_OF}
+        # A kinship word among the given aliases (`Dorothy "Nana" Kimball`) or opening the
+        # legacy's name ("Grandpa Joe") is a link already.
+        self._given = _given_families(legacy_name, aliases)
         self._uses = _KinUses()
         self._named = False
 
@@ -197,8 +208,9 @@ class KinshipReader:
         families = (uses.legacy_links | self._given) - uses.other_links - uses.ambiguous()
         # "Rose loved gardening." and "Dad worked at the mill.": the person the user calls
         # Rose is not the one they call Dad, unless they say so. Only a conversation that
-        # never names the legacy lets a family stand for them unlinked.
-        if not families and not self._named:
+        # never names the legacy lets a family stand for them unlinked, and only a legacy
+        # given no family: "Grandma" is not Mom when "Grandma Ruth" is someone else.
+        if not families and not self._named and not self._given:
             candidates = ({f for f in UNLINKED_FAMILIES if f in uses.words}
                           - uses.other_links - uses.chained)
             families = candidates if len(candidates) == 1 else set()
@@ -327,7 +339,7 @@ def legacy_for(legacy_name: str, aliases: Sequence[str], user_texts: Iterable[st
     ("Did Rose keep a diary?" — "She kept it…" — "Dad bought her a red Chevy": Dad is not
     Rose)."""
     names = _legacy_names(legacy_name, aliases)
-    given = {FAMILY_OF[a.strip().lower()] for a in aliases if a.strip().lower() in FAMILY_OF}
+    given = _given_families(legacy_name, aliases)
     uses = _KinUses()
     for text in user_texts:
         uses.read(text, names)

@@ -1,9 +1,10 @@
-"""The legacy's other first names: the short forms a family uses ("Gene" for Eugene, "Peggy"
-for Margaret), from the hand-curated table of the `nicknames` package (offline: the table ships
-inside the package)."""
+"""The legacy's names: how the name a family gave the legacy reads ("Uncle Bill Carter" is Bill,
+called Uncle), and the short forms a family uses ("Gene" for Eugene, "Peggy" for Margaret), from
+the hand-curated table of the `nicknames` package (offline: the table ships inside the package)."""
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from nicknames import NickNamer
@@ -17,6 +18,86 @@ _WORDS = frozenset([
     "kit", "jos", "may", "hope", "joy", "dawn", "grace", "faith", "rusty", "buck", "chuck",
     "mark", "bud", "win", "dob", "nat",
 ])
+
+
+# Courtesy titles put before a name ("Mrs. Okafor", "Dr. Ruth Adams"), with or without the dot.
+_TITLES = frozenset(["mr", "mrs", "ms", "miss", "mx", "dr", "rev", "prof"])
+# Before a name these are a religious title, not a relative ("Father Murphy", "Sister Mary"),
+# as in the kinship rules; alone ("Mother") they are a kinship word.
+_RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
+_NICKNAME = re.compile(r'["“(]([^"”)]+)["”)]')
+
+
+@dataclass(frozen=True)
+class LegacyName:
+    """A legacy's name as the family wrote it, read (`Uncle Bill "Billy" Carter`)."""
+
+    display: str  # the name facts are written with: "Bill"
+    names: tuple[str, ...]  # the person's own names: "Bill Carter", "Bill", "Billy"
+    # What else the family calls them: nicknames, the first name when the name says more,
+    # the kinship word it opens with ("Billy", "Bill", "Uncle").
+    aliases: tuple[str, ...]
+    kin: tuple[str, ...]  # the kinship words it opens with, kinship aliases: "Uncle"
+
+
+def _leading_word(word: str) -> str | None:
+    """"kin", "title" or "great" for a word that may open a legacy's name before the name
+    itself ("Grandpa", "Dr.", "Great-Aunt"), else None."""
+    plain = word.lower().removesuffix(".")
+    if plain in _TITLES or word in _RELIGIOUS_TITLES:
+        return "title"
+    if word.lower() in FAMILY_OF:
+        return "kin"
+    if plain == "great" or (plain.startswith("great-") and plain.split("-")[-1] in FAMILY_OF):
+        return "great"
+    return None
+
+
+@lru_cache(maxsize=1024)
+def read_legacy_name(written: str) -> LegacyName:
+    """How the name a legacy was given reads: kinship words and titles before the name are not
+    part of it ("Grandpa Joe" is Joe, "Dr. Ruth Adams" is Ruth Adams, first name Ruth), and a
+    kinship word there is what the family calls the person (a kinship alias: "Grandpa"; not
+    after "Great": a great-grandmother is not "Grandma"). A legacy named only with kinship
+    words ("Grandma", "Mom") has no name of their own and is written as called; a title before
+    a single word stays ("Mrs. Okafor": a family name alone is shared with others; "Father
+    Murphy", "Sister Mary": a religious title, not a relative, before a name). When the
+    word after the opening ones is not capitalised ("Grandma was born…") there is no name
+    after them, and the text is read from its start, as a fact's subject is ("Grandma")."""
+    nicknames = [n.strip() for n in _NICKNAME.findall(written) if n.strip()]
+    words = _NICKNAME.sub(" ", written).split()
+    kinds: list[str] = []
+    for word in words:
+        kind = _leading_word(word)
+        if kind is None:
+            break
+        kinds.append(kind)
+    if len(kinds) < len(words) and not words[len(kinds)][:1].isupper():
+        kinds = []
+    lead, rest = words[:len(kinds)], words[len(kinds):]
+    # A nickname that is a kinship word (`Dorothy "Nana" Kimball`) is a kinship alias too.
+    kin = tuple(dict.fromkeys([
+        *(word.capitalize() for word, kind, before in zip(lead, kinds, ["", *kinds], strict=False)
+          if kind == "kin" and before != "great"),
+        *(nickname for nickname in nicknames if nickname.lower() in FAMILY_OF)]))
+    if not rest:
+        kin = tuple(dict.fromkeys([*kin, *(w for w in lead if w in _RELIGIOUS_TITLES)]))
+        display = " ".join(words)
+        display = display[:1].upper() + display[1:]
+        names, first = nicknames, []
+    elif kinds and kinds[-1] == "title" and len(rest) == 1:
+        # As typed, and with the title's dot or without: "Mrs. Okafor", "Mrs Okafor".
+        title = lead[-1].removesuffix(".")
+        display = f"{lead[-1]} {rest[0]}"
+        spellings = [f"{title}. {rest[0]}", f"{title} {rest[0]}"] if title.lower() in _TITLES else []
+        names, first = [display, *spellings, *nicknames], []
+    else:
+        display = rest[0]
+        names = [" ".join(rest), rest[0], *nicknames]
+        first = [rest[0]] if len(words) > 1 else []
+    return LegacyName(display=display,
+                      names=tuple(dict.fromkeys(n for n in names if n.lower() not in FAMILY_OF)),
+                      aliases=tuple(dict.fromkeys([*nicknames, *first, *kin])), kin=kin)
 
 
 @lru_cache(maxsize=1)

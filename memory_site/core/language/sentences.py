@@ -2,6 +2,8 @@
 
 import re
 
+from memory_site.core.language.names import read_legacy_name
+
 # A sentence ends at ".", "!" or "?" before a capital or a digit, or, as families type, before
 # a lower-case word when the mark follows a word of two letters or more ("…Buick. she drove
 # us…"; not "…" nor "a.m. she…").
@@ -39,6 +41,7 @@ def is_question(sentence: str) -> bool:
 
 
 def display_name(legacy_name: str) -> str:
-    """The name facts are written with: the first name, without a quoted nickname."""
-    plain = re.sub(r'["“(][^"”)]*["”)]', " ", legacy_name).split()
-    return plain[0] if plain else legacy_name.strip()
+    """The name facts are written with: the first name, without a quoted nickname, a kinship
+    word or a title before it ("Grandpa Joe" → "Joe"; "Grandma" stays "Grandma"; see
+    names.read_legacy_name)."""
+    return read_legacy_name(legacy_name).display or legacy_name.strip()
