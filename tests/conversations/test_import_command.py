@@ -157,3 +157,16 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_imported(family, histor
 def test_a_missing_file_is_an_error(tmp_path):
     with pytest.raises(CommandError, match="Cannot read"):
         run(tmp_path / "missing.jsonl")
+
+
+def test_a_line_with_several_errors_is_one_bad_line(family, history):
+    """A new user's file: 2 lines and 3 errors were reported as "3 bad line(s)"."""
+    history.write_text(json.dumps({"username": "nobody", "legacy_id": str(family.legacy.pk),
+                                   "title": "t" * 201,
+                                   "messages": [{"role": "user", "content": "Hi"}]}) + "\n")
+    err = io.StringIO()
+
+    with pytest.raises(CommandError, match=r"^1 bad line\(s\) in .*; nothing was imported\.$"):
+        call_command("import_conversations", str(history), stdout=io.StringIO(), stderr=err)
+
+    assert len(err.getvalue().splitlines()) >= 2

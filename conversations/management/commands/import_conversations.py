@@ -92,7 +92,9 @@ class Command(BaseCommand):
                 self.stderr.write(error)
             if len(errors) > MAX_REPORTED_LINES:
                 self.stderr.write(f"… and {len(errors) - MAX_REPORTED_LINES} more.")
-            raise CommandError(f"{len(errors)} bad line(s) in {file}; nothing was imported.")
+            # Each error is `line N: …`, and a line may have several.
+            bad = len({error.split(":", 1)[0] for error in errors})
+            raise CommandError(f"{bad} bad line(s) in {file}; nothing was imported.")
         self._import(lines)
 
     def _checked(self, text: str) -> tuple[list[Line], list[str]]:
