@@ -170,7 +170,13 @@ VECTOR_COLUMNS = {
 def embedding_columns_resize(*, dimensions: int) -> list[str]:
     """Change both vector columns to vector(`dimensions`): drop their HNSW indexes, clear every
     vector and its model key (a vector of other dimensions cannot be kept), alter the type and
-    build the indexes again. Returns what was done, step by step, for the command's output."""
+    build the indexes again. Returns what was done, step by step, for the command's output.
+
+    The key is cleared by the ALTER TABLE's own rewrite (`embedding_model` altered to its own
+    type `USING ''`), not by an UPDATE after it: the rewritten rows are this transaction's, so
+    an UPDATE queued a check of each row's deferred foreign keys (Django makes them DEFERRABLE
+    INITIALLY DEFERRED), and PostgreSQL builds no index and alters no table with trigger events
+    pending on it. It also wrote every row, and every index entry, a second time."""
     done = []
     with connection.cursor() as cursor:
         for name, (index, model) in VECTOR_COLUMNS.items():
@@ -178,10 +184,15 @@ def embedding_columns_resize(*, dimensions: int) -> list[str]:
             if index:
                 cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(index)}")
             cursor.execute(
-                f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimensions)}) "
-                "USING NULL"
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = %s::regclass AND attname = 'embedding_model'",
+                [model._meta.db_table],
             )
-            cursor.execute(f"UPDATE {table} SET embedding_model = '' WHERE embedding_model <> ''")
+            key_type = cursor.fetchone()[0]
+            cursor.execute(
+                f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimensions)}) "
+                f"USING NULL, ALTER COLUMN embedding_model TYPE {key_type} USING ''"
+            )
             step = f"{name}: column embedding is now vector({dimensions}), vectors cleared"
             if index:
                 cursor.execute(
