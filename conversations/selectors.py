@@ -125,18 +125,24 @@ class KeyedMessages:
         return bool(self.message or self.reply or self.batch)
 
 
-def messages_under_key(*, conversation: Conversation, key: str) -> KeyedMessages:
+def messages_under_key(
+    *, conversation: Conversation, key: str, whole_batch: bool = False
+) -> KeyedMessages:
     """What the client's `key` names in the conversation: the messages stored under `<key>␟`,
-    and those saved before keys had a separator (`<key>`, and `<key>:<i>` as a batch's)."""
+    and those saved before keys had a separator (`<key>`, and `<key>:<i>` as a batch's). Of a
+    batch, only its first message unless `whole_batch`: that says a batch used the key, and
+    the exact keys are read from the unique index (a prefix match read every keyed message of
+    the conversation)."""
     prefix, old_prefix = idempotency_stored_key(key), f"{key}:"
     message = old_message = reply = None
     batch: dict[int, Message] = {}
     old_batch: dict[int, Message] = {}
-    for row in Message.objects.filter(
-        Q(idempotency_key__startswith=prefix) | Q(idempotency_key=key)
-        | Q(idempotency_key__startswith=old_prefix),
-        conversation=conversation,
-    ):
+    exact = [prefix, idempotency_stored_key(key, REPLY_PART), idempotency_stored_key(key, 0), key,
+             f"{old_prefix}0"]
+    keyed = Q(idempotency_key__in=exact)
+    if whole_batch:
+        keyed |= Q(idempotency_key__startswith=prefix) | Q(idempotency_key__startswith=old_prefix)
+    for row in Message.objects.filter(keyed, conversation=conversation).order_by():
         stored = row.idempotency_key
         if stored.startswith(prefix):
             part = stored.removeprefix(prefix)

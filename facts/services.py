@@ -54,10 +54,7 @@ def legacy_member_add(
 ) -> LegacyMembership:
     """The owner adds a user by username. Raises PermissionDenied, ValidationError (an unknown
     username, a bad role), or Conflict when the user is already a member."""
-    if not LegacyMembership.objects.filter(
-        legacy=legacy, user=added_by, role=LegacyMembership.Role.OWNER
-    ).exists():
-        raise PermissionDenied("Only the legacy's owner can add members.")
+    _require_owner(legacy=legacy, user=added_by, action="add members")
     if role not in LegacyMembership.Role.values:
         raise ValidationError({"role": [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]})
     reject_nul(username=username)
@@ -68,11 +65,8 @@ def legacy_member_add(
         raise ValidationError({"username": ["No user has that username."]})
     try:
         with transaction.atomic():
-            # Still an owner once the family is locked: not removed meanwhile.
             _, members = _lock_family(legacy)
-            if not any(m.user_id == added_by.pk and m.role == LegacyMembership.Role.OWNER
-                       for m in members):
-                raise PermissionDenied("Only the legacy's owner can add members.")
+            _require_owner_of(members, user=added_by, action="add members")
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
         raise Conflict("That user is already a member of this legacy.") from exc
@@ -161,6 +155,16 @@ def _hold_membership(*, legacy_id: object, user_id: object) -> bool:
     deletes that row first (_membership_end), so it waits for the sharing transaction to
     commit and then makes the fact private, and a sharing that comes after it finds no row."""
     with connection.cursor() as cursor:
+        # The user's and the legacy's rows first, as their erase locks them (user, legacy, then
+        # the membership it deletes): the new fact's foreign keys hold these rows anyway, and
+        # taken after the membership they waited for an erase that waited for it.
+        cursor.execute(
+            f"SELECT 1 FROM {quoted_table(get_user_model())} WHERE id = %s FOR KEY SHARE",
+            [user_id],
+        )
+        cursor.execute(
+            f"SELECT 1 FROM {quoted_table(Legacy)} WHERE id = %s FOR KEY SHARE", [legacy_id]
+        )
         cursor.execute(
             f"SELECT 1 FROM {quoted_table(LegacyMembership)} WHERE legacy_id = %s "
             "AND user_id = %s FOR KEY SHARE", [legacy_id, user_id],
@@ -251,6 +255,15 @@ def _require_owner(*, legacy: Legacy, user: AbstractBaseUser, action: str) -> No
         raise PermissionDenied(f"Only the legacy's owner can {action}.")
 
 
+def _require_owner_of(
+    members: list[LegacyMembership], *, user: AbstractBaseUser, action: str
+) -> None:
+    """_require_owner on the members _lock_family read: still an owner once the family is
+    locked (not removed while the request came in)."""
+    if not any(m.user_id == user.pk and m.role == LegacyMembership.Role.OWNER for m in members):
+        raise PermissionDenied(f"Only the legacy's owner can {action}.")
+
+
 def invitation_create(
     *, legacy: Legacy, invited_by: AbstractBaseUser, username: str, role: str
 ) -> LegacyInvitation:
@@ -277,6 +290,7 @@ def invitation_create(
     reject_nul(username=username)
     with transaction.atomic():
         legacy, members = _lock_family(legacy)
+        _require_owner_of(members, user=invited_by, action="invite people")
         if any(m.user.get_username() == username for m in members):
             raise AlreadyMember()
         if legacy.invitations.filter(
@@ -351,7 +365,8 @@ def invitation_withdraw(
     PermissionDenied (not an owner) or NotFound."""
     _require_owner(legacy=legacy, user=withdrawn_by, action="withdraw invitations")
     with transaction.atomic():
-        _lock_family(legacy)
+        _, members = _lock_family(legacy)
+        _require_owner_of(members, user=withdrawn_by, action="withdraw invitations")
         try:
             deleted, _ = LegacyInvitation.objects.filter(
                 pk=invitation_id, legacy=legacy, status=LegacyInvitation.Status.PENDING
@@ -548,6 +563,7 @@ def fact_create(
     _validate_fact_fields(category=category, content=content, visibility=visibility)
     with transaction.atomic():
         _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
+        _lock_conflict_checks(legacy.pk)
         if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
             legacy_id=legacy.pk, user_id=user.pk
         ):
@@ -598,6 +614,7 @@ def fact_update(
     _validate_fact_fields(category=category, content=content)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
+        _lock_conflict_checks(fact.legacy_id)
         fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
         fields = ["updated_at"]
         if content is not None and content != fact.content:
@@ -805,19 +822,29 @@ def _unlink_history(deleted_ids: list[object]) -> None:
         LegacyFact.objects.filter(pk=orphan_id).update(**fields)
 
 
+def _lock_conflict_checks(legacy_id: object) -> None:
+    """Until the transaction ends, be the only writer of the legacy recording conflicts
+    (_record_conflicts). Take it right after the author's lock and before any fact row is
+    locked: a conflict row it writes holds (by its foreign keys) the other facts' rows, so a
+    writer that locked one of them and then waited here would wait for a writer waiting for
+    it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                       [LockNamespace.FACT_CONFLICTS.value, str(legacy_id)])
+
+
 def _record_conflicts(fact: LegacyFact) -> None:
     """Record a conflict between `fact` and each current fact of another member of its legacy
     that states one of its single-valued attributes with a different value
     (memory_site.core.language.attributes). Nothing is superseded, whatever the visibility:
     who is shown a conflict is decided when it is read (selectors.conflicts_visible_to).
 
-    Call inside the transaction that wrote `fact`. The writers of a legacy take turns here
-    until they commit, so that of two members stating contradicting values at once, the later
-    reads the earlier's fact; without turns, each read the other's facts before they were
-    committed and neither saw the conflict. (Taken after the author's lock, never before.)"""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                       [LockNamespace.FACT_CONFLICTS.value, str(fact.legacy_id)])
+    Call inside the transaction that wrote `fact`, holding _lock_conflict_checks (taken again
+    here: a lock held already). The writers of a legacy take turns there until they commit, so
+    that of two members stating contradicting values at once, the later reads the earlier's
+    fact; without turns, each read the other's facts before they were committed and neither
+    saw the conflict."""
+    _lock_conflict_checks(fact.legacy_id)
     others = LegacyFact.objects.filter(
         legacy_id=fact.legacy_id, superseded_by__isnull=True
     ).exclude(user_id=fact.user_id).only("id", "content")

@@ -50,7 +50,9 @@ class ApiNotFoundMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
+        # No route matched (a view's own 404, the browsable API's HTML one included, stays).
         if (response.status_code == 404 and request.path.startswith("/api/")
+                and getattr(request, "resolver_match", None) is None
                 and response.get("Content-Type", "").startswith("text/html")):
             return not_found(request)
         return response

@@ -303,10 +303,12 @@ PERSONA_MAX_TOKENS = env_int("PERSONA_MAX_TOKENS", 1000)
 # The most messages of one POST …/messages/batch, and the batch size of import_conversations.
 IMPORT_MAX_BATCH = env_int("IMPORT_MAX_BATCH", 500)
 # The largest request body read, in bytes (Django's setting; its default, 2.5 MB, is less than
-# a batch the API accepts); 0: room for a full batch of the longest messages at 3 bytes a
-# character, and 1 MB more (31 MB with the defaults). A larger body is a 413 `too_large`.
+# a batch the API accepts); 0: room for a full batch of the longest messages in UTF-8 (at most 4
+# bytes a character), and 1 MB more (41 MB with the defaults). JSON that escapes non-ASCII
+# (`\uXXXX`, 6 or 12 bytes a character) can be larger: send fewer messages a batch then. A
+# larger body is a 413 `too_large` from the API, a 400 from the dashboard's forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = (env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 0)
-                               or IMPORT_MAX_BATCH * MESSAGE_MAX_CHARS * 3 + 1024 * 1024)
+                               or IMPORT_MAX_BATCH * MESSAGE_MAX_CHARS * 4 + 1024 * 1024)
 
 # --- Conversation memory: rolling summary (seed 002), archive (seed 000), session (seed 004) ---
 MEMORY_ROLLING_WINDOW_SIZE = env_int("MEMORY_ROLLING_WINDOW_SIZE", 14)

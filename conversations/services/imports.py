@@ -229,7 +229,7 @@ def _replayed_batch(
     """The messages of the batch saved earlier under this key, None when the key is new;
     BatchIdempotencyConflict unless they are exactly this batch, or when a message or a turn
     was saved under the key."""
-    keyed = messages_under_key(conversation=conversation, key=idempotency_key)
+    keyed = messages_under_key(conversation=conversation, key=idempotency_key, whole_batch=True)
     earlier = keyed.batch
     if not earlier:
         if keyed.used:

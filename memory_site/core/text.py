@@ -43,7 +43,7 @@ def has_lone_surrogate(value: object) -> bool:
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
+            if not item.isascii() and _LONE_SURROGATE.search(item):  # isascii: no scan
                 return True
         elif isinstance(item, dict):
             pending.extend(item.keys())

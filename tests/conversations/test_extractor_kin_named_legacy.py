@@ -44,6 +44,8 @@ def archived(name, *said):
     ("Mother", "Mother", ["Mother"]),
     ("Rose Whitfield", "Rose", ["Rose"]),
     ('Margaret "Peggy" Olsen', "Margaret", ["Peggy", "Margaret"]),
+    # A script without case is a name, not "no name follows".
+    ("Uncle 李", "李", ["李", "Uncle"]),
 ])
 def test_the_name_is_read_without_its_kinship_word_or_title(legacy_name, written_as, aliases):
     assert display_name(legacy_name) == written_as

@@ -14,7 +14,7 @@ from django.test import Client
 from conversations.models import Conversation
 from conversations.selectors import conversations_for_user
 from facts import selectors, services
-from facts.models import Legacy, LegacyFact, LegacyMembership
+from facts.models import FactConflict, Legacy, LegacyFact, LegacyMembership
 from memory_site.core.errors import NotFound
 from tests.factories import (
     ConversationFactory,
@@ -389,3 +389,75 @@ def test_a_former_member_cannot_share(family):
         services.fact_create(legacy=family.legacy, user=family.member, category="hobby",
                              content="Rose kept bees.", visibility="shared")
     assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()
+
+
+def _while_held(monkeypatch, name, first, then) -> list[BaseException]:
+    """Run `first` in a thread until it has returned from facts.services.`name` (slowed to
+    hold its transaction open a while), then `then` in another; the errors of both."""
+    inside = threading.Event()
+    slowed = getattr(services, name)
+
+    def slow(*args, **kwargs):
+        result = slowed(*args, **kwargs)
+        inside.set()
+        time.sleep(0.4)
+        return result
+
+    monkeypatch.setattr(services, name, slow)
+    errors: list[BaseException] = []
+
+    def run(work) -> None:
+        try:
+            work()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(first,))]
+    threads[0].start()
+    assert inside.wait(timeout=10)
+    threads.append(threading.Thread(target=run, args=(then,)))
+    threads[1].start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_and_another_member_s_contradiction_at_once_do_not_deadlock(family, monkeypatch):
+    """The member's new fact records a conflict with the owner's fact (its row held by the
+    conflict's foreign key at commit) while the owner edits that fact: the edit locked the
+    fact's row and then waited for the conflict check, and PostgreSQL aborted one of them."""
+    owner_fact = LegacyFactFactory(legacy=family.legacy, user=family.owner, category="milestone",
+                                   content="Rose married Henry in 1961.", visibility="shared")
+    errors = _while_held(
+        monkeypatch, "_record_conflicts",
+        lambda: services.fact_create(legacy=family.legacy, user=family.member,
+                                     category="milestone", content="Rose married Henry in 1962.",
+                                     visibility="shared"),
+        lambda: services.fact_update(fact=owner_fact, user=family.owner,
+                                     content="Rose married Henry in 1960."),
+    )
+    assert errors == []
+    owner_fact.refresh_from_db()
+    assert owner_fact.content == "Rose married Henry in 1960."
+    [conflict] = FactConflict.objects.all()
+    assert owner_fact.pk in (conflict.fact_a_id, conflict.fact_b_id)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sharing_while_erasing_one_s_own_data_does_not_deadlock(family, monkeypatch):
+    """The sharing held the membership row, and its new fact's foreign keys then waited for
+    the user's row, which the erase had locked before waiting for that membership."""
+    from memory_site.privacy.services import user_data_erase
+
+    errors = _while_held(
+        monkeypatch, "_hold_membership",
+        lambda: services.fact_create(legacy=family.legacy, user=family.member, category="hobby",
+                                     content="Rose sang alto.", visibility="shared"),
+        lambda: user_data_erase(user=family.member),
+    )
+    assert errors == []
+    assert not LegacyFact.objects.filter(user=family.member).exists()
+    assert not LegacyMembership.objects.filter(user=family.member).exists()

@@ -6,6 +6,7 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.urls import reverse
 
@@ -341,6 +342,46 @@ def test_a_removed_owner_s_invitations_go_with_them(family, owner_client, cousin
     assert not LegacyMembership.objects.filter(user=cousin).exists()
     # The remaining owner's own invitation stands.
     assert LegacyInvitation.objects.get(pk=kept.pk).status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_removed_while_inviting_sends_no_invitation(family, cousin, monkeypatch):
+    """The owner check ran before the family lock only: an owner removed in between still
+    sent an invitation, which nobody would ever withdraw."""
+    import time
+
+    co_owner = UserFactory(username="co-owner")
+    MembershipFactory(legacy=family.legacy, user=co_owner, role="owner")
+    checked = threading.Event()
+    require = services._require_owner
+
+    def slow(**kwargs):
+        require(**kwargs)
+        checked.set()
+        time.sleep(0.4)
+
+    monkeypatch.setattr(services, "_require_owner", slow)
+    outcome = []
+
+    def invite() -> None:
+        try:
+            services.invitation_create(legacy=family.legacy, invited_by=co_owner,
+                                       username="cousin", role="owner")
+            outcome.append("sent")
+        except PermissionDenied:
+            outcome.append("refused")
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=invite)
+    thread.start()
+    assert checked.wait(timeout=10)
+    services.membership_remove(legacy=family.legacy, removed_by=family.owner,
+                               username="co-owner")
+    thread.join(timeout=30)
+
+    assert outcome == ["refused"]
+    assert not LegacyInvitation.objects.filter(username="cousin").exists()
 
 
 def test_the_upgrade_withdraws_invitations_that_no_longer_stand(family, cousin):

@@ -207,7 +207,7 @@ def test_a_body_over_the_upload_limit_is_a_413_and_writes_nothing(family, conver
     characters) was over Django's default body limit (2.5 MB), and the RequestDataTooBig it
     raised was a 500. The default limit now holds such a batch; a larger body is a 413."""
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE >= (
-        settings.IMPORT_MAX_BATCH * settings.MESSAGE_MAX_CHARS * 3)
+        settings.IMPORT_MAX_BATCH * settings.MESSAGE_MAX_CHARS * 4)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     client = api_client_for(family.owner)
     body = {"messages": [{"role": "user", "content": "x" * 5_000} for _ in range(3)]}
@@ -235,5 +235,10 @@ def test_an_api_path_no_route_matches_is_a_json_404_with_or_without_debug(family
         assert response.status_code == 404
         assert response["Content-Type"] == "application/json"
         assert response.json() == {"detail": "Not found.", "code": "not_found"}
-    # Pages keep Django's own 404.
+    # Pages keep Django's own 404, and a view's 404 its own words, in HTML too (the browsable
+    # API answers a browser).
     assert "text/html" in Client().get("/no-such-page")["Content-Type"]
+    html = client.delete(f"/api/legacies/{family.legacy.pk}/members/nobody",
+                         HTTP_ACCEPT="text/html")
+    assert html.status_code == 404
+    assert "Nobody of that username is a member of this legacy." in html.content.decode()

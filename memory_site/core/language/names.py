@@ -62,8 +62,9 @@ def read_legacy_name(written: str) -> LegacyName:
     words ("Grandma", "Mom") has no name of their own and is written as called; a title before
     a single word stays ("Mrs. Okafor": a family name alone is shared with others; "Father
     Murphy", "Sister Mary": a religious title, not a relative, before a name). When the
-    word after the opening ones is not capitalised ("Grandma was born…") there is no name
-    after them, and the text is read from its start, as a fact's subject is ("Grandma")."""
+    word after the opening ones is in lower case ("Grandma was born…") there is no name
+    after them, and the text is read from its start, as a fact's subject is ("Grandma"); a
+    word of a script without case ("Uncle 李") is a name."""
     nicknames = [n.strip() for n in _NICKNAME.findall(written) if n.strip()]
     words = _NICKNAME.sub(" ", written).split()
     kinds: list[str] = []
@@ -72,7 +73,9 @@ def read_legacy_name(written: str) -> LegacyName:
         if kind is None:
             break
         kinds.append(kind)
-    if len(kinds) < len(words) and not words[len(kinds)][:1].isupper():
+    # Lower case after them ("Grandma was born…"): no name follows. A script without case
+    # ("Uncle 李") is a name.
+    if len(kinds) < len(words) and words[len(kinds)][:1].islower():
         kinds = []
     lead, rest = words[:len(kinds)], words[len(kinds):]
     # A nickname that is a kinship word (`Dorothy "Nana" Kimball`) is a kinship alias too.
