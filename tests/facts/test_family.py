@@ -461,3 +461,26 @@ def test_sharing_while_erasing_one_s_own_data_does_not_deadlock(family, monkeypa
     assert errors == []
     assert not LegacyFact.objects.filter(user=family.member).exists()
     assert not LegacyMembership.objects.filter(user=family.member).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_correction_of_a_shared_fact_while_its_author_is_removed_ends_private(
+    family, monkeypatch
+):
+    """A correction of a shared fact is shared; made while its author is removed, it was
+    committed after the removal made their facts private, and stayed shared."""
+    shared = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                               content="Rose married Henry in 1961.", visibility="shared")
+    correction = LegacyFactFactory(legacy=family.legacy, user=family.member,
+                                   category="milestone", content="Rose married Henry in 1962.",
+                                   visibility="private")
+    errors = _while_held(
+        monkeypatch, "_current_head",
+        lambda: services.fact_supersede(old=shared, new=correction),
+        lambda: services.membership_remove(legacy=family.legacy, removed_by=family.owner,
+                                           username="member"),
+    )
+    assert errors == []
+    assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()
+    shared.refresh_from_db()
+    assert shared.superseded_by_id == correction.pk
