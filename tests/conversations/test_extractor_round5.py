@@ -126,3 +126,16 @@ def test_a_name_after_a_kinship_word_mid_sentence_is_not_cut():
 ])
 def test_regional_kinship_words_stand_for_the_person(said, family):
     assert family in [word.lower() for word in kinship_aliases([said], "Rose Whitfield", ("Rose",))]
+
+
+@pytest.mark.parametrize("feeling", ["😢", "❤️", "…", "🙏🙏"])
+def test_a_message_of_no_words_announces_no_correction(feeling):
+    """Found by a tester: "😢" alone made the next sentence a correction, and "Remember that
+    grandma baked bread." replaced the filed fact with "Every Remember baked bread for the
+    whole street." Emoji are ordinary in these conversations."""
+    known = ["Every Sunday Rose baked bread for the whole street."]
+
+    said = corrected(feeling, "Remember that grandma baked bread.", name="Rose Whitfield",
+                     known=known)
+
+    assert all(supersedes is None for _, supersedes in said)

@@ -16,6 +16,7 @@ RUN = Path(__file__).resolve().parents[2] / "bin" / "run"
 FAKE_PYTHON = """#!/usr/bin/env bash
 echo $$ >> "{pids}"
 echo "$* DEBUG=${{DEBUG:-unset}}" >> "{pids}.args"
+echo "$2 DB_CONN_MAX_AGE=${{DB_CONN_MAX_AGE:-unset}}" >> "{pids}.conn"
 case "$2" in
   qcluster)
     sleep 300 & child=$!
@@ -124,4 +125,9 @@ def test_run_is_development_with_debug_on(tmp_path):
     assert sorted(Path(f"{pids}.args").read_text().splitlines()) == [
         "manage.py qcluster DEBUG=true",
         "manage.py runserver --noreload 127.0.0.1:8059 DEBUG=true",
+    ]
+    # runserver's request threads do not outlive their request, nor do their connections (a
+    # tester's burst of 8 clients used up PostgreSQL's); the worker keeps its own.
+    assert sorted(Path(f"{pids}.conn").read_text().splitlines()) == [
+        "qcluster DB_CONN_MAX_AGE=unset", "runserver DB_CONN_MAX_AGE=0",
     ]

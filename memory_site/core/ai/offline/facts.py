@@ -1163,8 +1163,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 correction = correction or marked
                 body = _strip_lead_in(stripped)
             if not _WORD.search(body) or _MARKER_ONLY.match(body):
-                # "Oh I need to fix something." alone: the next sentence is the correction.
-                pending_correction = pending_correction or correction or bool(body)
+                # "Oh I need to fix something." alone: the next sentence is the correction. A
+                # sentence of no words ("😢", "…") announces nothing: the next one is no
+                # correction for it (an emoji made "Remember that grandma baked bread." replace
+                # a filed fact).
+                pending_correction = (pending_correction or correction
+                                      or bool(_MARKER_ONLY.match(body)))
                 continue
             correction, pending_correction = correction or pending_correction, False
             doubt = _DOUBT.match(sentence.strip())
