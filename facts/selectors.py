@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
 from memory_site.core.errors import NotFound
@@ -414,16 +414,23 @@ def fact_label(fact: LegacyFact) -> str:
 
 
 def user_data_export(user: AbstractBaseUser) -> dict[str, QuerySet]:
-    """The user's memberships and every fact they authored, for the export's
-    ExportMembershipSerializer and ExportFactSerializer.
+    """The user's memberships, every fact they authored and the invitations they sent or
+    received, for the export's ExportMembershipSerializer, ExportFactSerializer and
+    ExportInvitationSerializer.
 
-    Nothing of anyone else: not the other members of a legacy, not their facts, shared or not.
-    Two queries, whatever the number of rows.
+    Nothing of anyone else: not the other members of a legacy, not their facts, shared or not
+    (an invitation names the one who sent it and the username it was sent to). Three queries,
+    whatever the number of rows.
     """
     return {
         "memberships": LegacyMembership.objects.filter(user=user)
         .select_related("legacy")
         .order_by("joined_at", "id"),
+        "invitations": LegacyInvitation.objects.filter(Q(invited_by=user) | Q(invited_user=user))
+        .annotate(direction=Case(When(invited_by=user, then=Value("sent")),
+                                 default=Value("received")))
+        .select_related("legacy", "invited_by")
+        .order_by("created_at", "id"),
         "facts": LegacyFact.objects.filter(user=user)
         .select_related("legacy")
         .order_by("extracted_at", "id"),

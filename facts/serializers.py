@@ -247,6 +247,21 @@ class ExportMembershipSerializer(serializers.Serializer):
         return membership.legacy.created_by_id == membership.user_id
 
 
+class ExportInvitationSerializer(serializers.Serializer):
+    """An invitation the user sent (`sent`) or received (`received`), in any state."""
+
+    id = serializers.UUIDField()
+    legacy_id = serializers.UUIDField()
+    legacy_name = serializers.CharField(source="legacy.name")
+    direction = serializers.ChoiceField(choices=["sent", "received"])
+    username = serializers.CharField(help_text="The username it was sent to, as typed.")
+    invited_by = serializers.CharField(source="invited_by.username")
+    role = serializers.ChoiceField(choices=LegacyMembership.Role.choices)
+    status = serializers.ChoiceField(choices=LegacyInvitation.Status.choices)
+    created_at = IsoDateTimeField()
+    answered_at = IsoDateTimeField(allow_null=True)
+
+
 class ExportFactSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     legacy_id = serializers.UUIDField()

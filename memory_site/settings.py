@@ -229,6 +229,7 @@ SPECTACULAR_SETTINGS = {
         "ConversationStatusEnum": "conversations.models.Conversation.Status",
         "ConversationMemoryStatusEnum": "conversations.models.ConversationMemory.Status",
         "FactVisibilityEnum": "facts.models.LegacyFact.Visibility",
+        "InvitationStatusEnum": "facts.models.LegacyInvitation.Status",
         "SearchHitKindEnum": ["chunk", "message"],
         "ContextCutPartEnum": "conversations.context.CUT_ORDER",
     },

@@ -12,9 +12,10 @@ from agent_memory import selectors as agent_memory_selectors
 from conversations import selectors as conversations_selectors
 from facts import selectors as facts_selectors
 
-EXPORT_SCHEMA_VERSION = "1.0"
+EXPORT_SCHEMA_VERSION = "1.1"  # 1.1: invitations
 EXPORT_NOTES = [
-    "Everything this service stores about you: your account, your memberships, your "
+    "Everything this service stores about you: your account, your memberships, the "
+    "invitations you sent or received, your "
     "conversations with their messages, session state, rolling summaries and archived "
     "chunks, the legacy facts you wrote, your agent memories with every version (deleted "
     "ones too), and your places with their mentions.",

@@ -6,7 +6,11 @@ from rest_framework import serializers
 
 from agent_memory.serializers import ExportAgentMemorySerializer, ExportPlaceSerializer
 from conversations.serializers import ExportConversationSerializer
-from facts.serializers import ExportFactSerializer, ExportMembershipSerializer
+from facts.serializers import (
+    ExportFactSerializer,
+    ExportInvitationSerializer,
+    ExportMembershipSerializer,
+)
 from memory_site.core.api import IsoDateTimeField
 
 
@@ -39,6 +43,7 @@ class ExportSerializer(serializers.Serializer):
     metadata = ExportMetadataSerializer()
     account = ExportAccountSerializer(source="*")
     memberships = ExportMembershipSerializer(many=True, source="parts.memberships")
+    invitations = ExportInvitationSerializer(many=True, source="parts.invitations")
     facts = ExportFactSerializer(many=True, source="parts.facts")
     conversations = ExportConversationSerializer(many=True, source="parts.conversations")
     agent_memories = ExportAgentMemorySerializer(many=True, source="parts.agent_memories")

@@ -13,7 +13,13 @@ from conversations.models import ConversationMemory
 from facts.models import LegacyMembership
 from memory_site.privacy.selectors import EXPORT_NOTES
 from tests.conftest import api_client_for
-from tests.factories import ConversationMemoryFactory, LegacyFactFactory, LegacyFactory, UserFactory
+from tests.factories import (
+    ConversationMemoryFactory,
+    InvitationFactory,
+    LegacyFactFactory,
+    LegacyFactory,
+    UserFactory,
+)
 from tests.support.chunks import chunk_for
 from tests.support.world import (
     MEMBER_CANARY,
@@ -45,7 +51,7 @@ def expected_export(world) -> dict:
         "legacy_name": "Rose Whitfield",
     }
     return {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "metadata": {"notes": EXPORT_NOTES, "embeddings_included": False},
         "account": {
             "username": "owner",
@@ -65,6 +71,7 @@ def expected_export(world) -> dict:
                 "created_the_legacy": True,
             }
         ],
+        "invitations": [],
         "conversations": [
             {
                 "id": str(conversation.pk),
@@ -270,6 +277,29 @@ def test_a_fellow_member_gets_their_own_data_and_none_of_the_owners(world):
         assert owners not in text
 
 
+def test_the_export_holds_the_invitations_sent_and_received_and_no_one_else_s(world):
+    """Found by a tester: erase deletes a user's invitations, but the export had none."""
+    family = world.family
+    aunt = UserFactory(username="aunt")
+    sent = InvitationFactory(legacy=family.legacy, invited_user=aunt, invited_by=family.owner,
+                             role="member")
+    other = LegacyFactory(name="Edith Hale", created_by=aunt)
+    received = InvitationFactory(legacy=other, invited_user=family.owner, invited_by=aunt,
+                                 role="owner", status="declined")
+    InvitationFactory(legacy=other, invited_user=UserFactory(username="cousin"), invited_by=aunt)
+
+    body = api_client_for(family.owner).get("/api/me/data").json()
+
+    assert body["invitations"] == [
+        {"id": str(sent.pk), "legacy_id": str(family.legacy.pk), "legacy_name": "Rose Whitfield",
+         "direction": "sent", "username": "aunt", "invited_by": "owner", "role": "member",
+         "status": "pending", "created_at": iso(sent.created_at), "answered_at": None},
+        {"id": str(received.pk), "legacy_id": str(other.pk), "legacy_name": "Edith Hale",
+         "direction": "received", "username": "owner", "invited_by": "aunt", "role": "owner",
+         "status": "declined", "created_at": iso(received.created_at), "answered_at": None},
+    ]
+
+
 def test_the_export_works_with_a_session_login_too(world, client):
     client.force_login(world.family.owner)
     # What a browser following a download link sends: the answer is still the JSON file.
@@ -327,12 +357,13 @@ def _lots_of_data(user, legacy, *, scale: int) -> None:
 def test_the_export_needs_the_same_few_queries_for_a_user_with_many_rows(
     django_assert_max_num_queries,
 ):
-    # Token auth (1), account and its tokens (1), memberships and facts (2), conversations with
-    # messages, summaries and chunks (4), memories with versions (2), places with mentions (2).
+    # Token auth (1), account and its tokens (1), memberships, invitations and facts (3),
+    # conversations with messages, summaries and chunks (4), memories with versions (2), places
+    # with mentions (2).
     few, many = UserFactory(username="few"), UserFactory(username="many")
     _lots_of_data(few, LegacyFactory(created_by=few), scale=1)
     _lots_of_data(many, LegacyFactory(created_by=many), scale=8)
-    queries = 12
+    queries = 13
     few_client, many_client = api_client_for(few), api_client_for(many)
     with django_assert_max_num_queries(queries):
         small = few_client.get("/api/me/data")
