@@ -248,14 +248,18 @@ def _corrections(conversation: Conversation, hits: list[SearchHit]) -> dict[str,
 
 
 def build_context(
-    *, conversation: Conversation, query: str | None = None, now: datetime | None = None
+    *, conversation: Conversation, query: str | None = None, now: datetime | None = None,
+    through: int | None = None,
 ) -> ContextPacket:
     """The packet for the next LLM call in `conversation`, as its own user sees it.
 
-    `query` drives retrieval; without one, the latest user message does.
+    `query` drives retrieval; without one, the latest user message does. `through`: the
+    sequence of the message the call answers (a turn's user message), which the messages end
+    at; a later message, or a summary of one, is not shown (None: the conversation as it
+    stands).
     """
     rows = context_rows(conversation=conversation, recent=settings.CONTEXT_RECENT_MESSAGES,
-                        turns=settings.CONTEXT_RAW_TURNS)
+                        turns=settings.CONTEXT_RAW_TURNS, through=through)
     replayed = replayed_messages(rows)
     summary, messages = replayed.summary, replayed.messages
     if query is None or not query.strip():
@@ -263,10 +267,10 @@ def build_context(
         # With raw turns the read above holds the latest user message whenever there is one;
         # only without them can it lie before what is replayed.
         if latest_user is None and settings.CONTEXT_RAW_TURNS < 1:
-            latest_user = (
-                Message.objects.filter(conversation=conversation, role=Message.Role.USER)
-                .order_by("-sequence").first()
-            )
+            users = Message.objects.filter(conversation=conversation, role=Message.Role.USER)
+            if through is not None:
+                users = users.filter(sequence__lte=through)
+            latest_user = users.order_by("-sequence").first()
         query = latest_user.content if latest_user else ""
     warnings: list[str] = []
     hits = _retrieve(conversation, query, warnings)

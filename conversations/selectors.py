@@ -216,7 +216,8 @@ SELECT
   (SELECT coalesce(json_agg(json_build_array(id, sequence, role, content, metadata, created_at)
                             ORDER BY sequence), '[]'::json)
    FROM {messages} WHERE conversation_id = %(conversation_id)s
-     AND sequence >= least(coalesce(s.end_sequence + 1, {replay_from}), {raw_from})),
+     AND sequence >= least(coalesce(s.end_sequence + 1, {replay_from}), {raw_from})
+     AND sequence <= %(through)s),
   ({memories}),
   ({places}),
   ({facts}),
@@ -226,32 +227,43 @@ FROM (VALUES (1)) AS one
 LEFT JOIN LATERAL (
   SELECT id, memory_text, start_sequence, end_sequence, base_memory_id FROM {summaries}
   WHERE conversation_id = %(conversation_id)s AND status = 'completed'
+    AND end_sequence <= %(through)s
   ORDER BY end_sequence DESC, created_at DESC LIMIT 1
 ) s ON true
 """
 
 
 def _first_of_last(roles_param: str, count: int) -> str:
-    """SQL of the sequence of the first of the last `count` messages whose role is in the
-    parameter `roles_param` (the count-th latest, or the first when there are fewer; NULL
-    without any, or for count < 1)."""
+    """SQL of the sequence of the first of the last `count` messages up to `through` whose role
+    is in the parameter `roles_param` (the count-th latest, or the first when there are fewer;
+    NULL without any, or for count < 1)."""
     if count < 1:
         return "NULL"
     table = quoted_table(Message)
-    where = f"conversation_id = %(conversation_id)s AND role = ANY(%({roles_param})s::text[])"
+    where = (f"conversation_id = %(conversation_id)s AND role = ANY(%({roles_param})s::text[]) "
+             "AND sequence <= %(through)s")
     return (f"coalesce((SELECT sequence FROM {table} WHERE {where} ORDER BY sequence DESC "
             f"OFFSET {count - 1} LIMIT 1), "
             f"(SELECT sequence FROM {table} WHERE {where} ORDER BY sequence LIMIT 1))")
 
 
-def context_rows(*, conversation: Conversation, recent: int, turns: int) -> ContextRows:
+# No message has a later sequence (an integer column): the conversation as it stands.
+_LATEST_SEQUENCE = 2**31 - 1
+
+
+def context_rows(
+    *, conversation: Conversation, recent: int, turns: int, through: int | None = None
+) -> ContextRows:
     """Everything the context packet shows besides its search, in one statement scoped by the
     conversation, its user and its legacy in SQL: the latest completed rolling summary; the
     messages from the first of (after the summary or, without one, the first of the last
     `recent` user and assistant messages) and the first of the last `turns` user messages,
     every role, without the columns only retrieval reads; the user's active memories and
     places; the facts the user sees about the legacy; the rolling summaries being written.
-    Rows carry the columns the packet reads (the others load on access)."""
+    Rows carry the columns the packet reads (the others load on access).
+
+    `through`: the conversation as it was at that message (a turn's own user message): no
+    later message, and no summary that ends after it; None: as it stands."""
     sql = _CONTEXT_SQL.format(
         summaries=quoted_table(ConversationMemory),
         messages=quoted_table(Message),
@@ -264,7 +276,8 @@ def context_rows(*, conversation: Conversation, recent: int, turns: int) -> Cont
                              "user_id": conversation.user_id,
                              "legacy_id": conversation.legacy_id,
                              "replayed_roles": [Message.Role.USER, Message.Role.ASSISTANT],
-                             "user_roles": [Message.Role.USER]})
+                             "user_roles": [Message.Role.USER],
+                             "through": _LATEST_SEQUENCE if through is None else through})
         summary, messages, memories, places, facts, jobs = map(json_column, cursor.fetchone())
     alias = connection.alias
     if summary is not None:

@@ -1,7 +1,9 @@
 """The agent turn (SPEC pipeline 5): save the user message, build the context, call the LLM
 with the memory tools, run tool calls as the user, save the reply. A memory write the model
 asks for runs only when the user's message of the turn allows it (agent_memory.write_rule);
-otherwise its tool result says it was held back, and the turn records that.
+otherwise its tool result says it was held back, and the turn records that. The context ends at
+the turn's own user message, so the model answers the message the write rule weighs, also when
+later messages exist; the reply is appended after them, naming its message in `reply_to`.
 
 Every step that writes is committed on its own, in order, so a crash or a provider failure
 leaves a consistent log: the user message first (seed 004's autosave), then each tool call
@@ -241,7 +243,10 @@ def _turn_locked(
                 packet=None, replayed=True,
             )
 
-    packet = build_context(conversation=conversation, query=user_message.content)
+    # The context ends at this turn's message: later messages (a turn retried after others,
+    # or turns running side by side) are other turns' to answer.
+    packet = build_context(conversation=conversation, query=user_message.content,
+                           through=user_message.sequence)
     chat: list[dict[str, Any]] = packet.chat_messages()
     tools = tool_definitions()
     tool_messages = _saved_tool_messages(user_message)
