@@ -25,6 +25,7 @@ from agent_memory.models import (
 from agent_memory.serializers import document_token_count
 from memory_site.core.errors import NotFound
 from memory_site.core.sql import quoted_table
+from memory_site.core.text import comparison_key
 
 MEMORY_DOCUMENT_SCHEMA_VERSION = "1.0"
 
@@ -171,12 +172,17 @@ def active_memory_for_user(*, user: AbstractBaseUser, memory_id: object) -> Agen
 
 
 def active_memory_with_subject(*, user: AbstractBaseUser, subject: str) -> AgentMemory | None:
-    """The user's active memory whose subject equals `subject`, ignoring case."""
-    return (
-        active_memories_for_user(user).filter(subject__iexact=subject.strip()).first()
-        if subject and subject.strip()
-        else None
-    )
+    """The user's active memory whose subject is `subject` as a reader sees it: compared in
+    memory_site.core.text.comparison_key's form (case, full-width letters, zero-width
+    characters and spacing do not make another subject). In Python, since PostgreSQL has
+    no case folding: a user's active memories are few (the token budget bounds them)."""
+    key = comparison_key(subject)
+    if not key:
+        return None
+    memories = active_memories_for_user(user)
+    held = memories.filter(subject__isnull=False).values_list("pk", "subject")
+    match = next((pk for pk, other in held if comparison_key(other) == key), None)
+    return None if match is None else memories.get(pk=match)
 
 
 def places_for_user(user: AbstractBaseUser) -> QuerySet[Place]:

@@ -168,7 +168,8 @@ def memory_create(
     (`origin`) and the conversation and message it came from.
 
     Raises ValidationError for bad input and SubjectConflict when an active memory of
-    the user has the same subject (ignoring case). Then applies the token budget,
+    the user has a subject that reads the same (selectors.active_memory_with_subject: case,
+    full-width and invisible characters aside). Then applies the token budget,
     which never evicts the new memory.
     """
     errors: dict[str, list[str]] = {}

@@ -13,7 +13,9 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
    "go ahead", "please do", …; at most 6 words, no question) and the agent's previous message
    offered a change in a question of its own ("Would you like me to remember …?": an offer word
-   in a sentence ending with a question mark, not inside quotation marks); or
+   in a sentence ending with a question mark, outside the span from the message's first
+   quotation mark to its last, of any style: `memory_site.core.text.outside_quotations`, so that
+   text the agent quotes cannot end its quotation early with a mark of its own); or
 3. for update_memory only, **states it**: the user's message names the memory (its subject or
    a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
 
@@ -35,6 +37,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from agent_memory import selectors
 from memory_site.core.errors import NotFound
+from memory_site.core.text import outside_quotations
 
 ADD, UPDATE, DELETE = "add", "update", "delete"
 
@@ -81,7 +84,6 @@ _YES_WORDS = frozenset((
 ))
 # A question of the reply's own: the text since the last sentence end up to a "?".
 _QUESTION = re.compile(r"[^.!?]*\?")
-_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’")
 _OFFER = re.compile(
     r"\b(?:remember|store|save|note|keep|add|update|change|correct|forget|delete|remove)\b"
 )
@@ -145,9 +147,10 @@ def _asks(kind: str, text: str) -> bool:
 
 
 def _offers(reply: str) -> bool:
-    """The agent's reply asks to change a memory: a question of its own (not inside quotation
-    marks, where it would be quoted text such as another member's fact) with an offer word."""
-    own = _QUOTED.sub(" ", reply)
+    """The agent's reply asks to change a memory: a question of its own with an offer word.
+    Nothing from the reply's first quotation mark to its last is its own: there it quotes, such
+    as another member's fact, and a mark inside the quoted text cannot end the quotation early."""
+    own = _normal(outside_quotations(reply))
     return any(_OFFER.search(question) for question in _QUESTION.findall(own))
 
 
@@ -161,7 +164,7 @@ def _confirms(words: TurnWords) -> bool:
         yes is not None and not _NEGATIVE.search(answer)
         and "?" not in answer and len(answer.split()) <= _AFFIRMATIVE_MAX_WORDS
         and all(word in _YES_WORDS for word in rest)
-        and _offers(_normal(words.previous_reply))
+        and _offers(words.previous_reply)
     )
 
 

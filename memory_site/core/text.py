@@ -1,7 +1,9 @@
-"""The rules for user-written text: PostgreSQL text cannot hold NUL, and stored text reaches a
-model only as fenced data (fence_line)."""
+"""The rules for user-written text: PostgreSQL text cannot hold NUL, stored text reaches a
+model only as fenced data (fence_line), names are compared in one form (comparison_key), and
+quotations are found by a rule the quoted text cannot subvert (outside_quotations)."""
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
@@ -71,6 +73,11 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180
                         "\ufeff\uffa0\U000e0000-\U000e0fff]")
 
 
+def without_invisible(text: str) -> str:
+    """`text` with the invisible characters dropped (the ones fence_line drops)."""
+    return _INVISIBLE.sub("", text)
+
+
 def escape_tags(text: str) -> str:
     """`text` with the `<` of every tag-shaped token written as `&lt;`: it can neither open nor
     close a fence of any prompt. Everything else is left as it was."""
@@ -82,9 +89,77 @@ def fence_line(text: str | None) -> str:
     can hide a tag), folded onto one line (so that it cannot start a heading, an entry or a
     transcript line of its own) and with every tag escaped (escape_tags), so that it stays
     inside the fence it is put in."""
-    return escape_tags(" ".join(_INVISIBLE.sub("", text or "").split()))
+    return escape_tags(" ".join(without_invisible(text or "").split()))
 
 
 def fence_block(tag: str, lines: Iterable[str]) -> str:
     """`<tag>`, the lines (each already passed through fence_line), `</tag>`, one per line."""
     return "\n".join([f"<{tag}>", *lines, f"</{tag}>"])
+
+
+# --- Names compared ------------------------------------------------------------------------------
+
+
+def comparison_key(text: str | None) -> str:
+    """The form in which two names are the same name: compatibility forms folded (NFKC: a
+    full-width "Ｒｏｓｅ" is "Rose"), case folded, invisible and other format characters (zero-width
+    space, joiner, …) dropped and whitespace folded, so that no name differs from another by
+    what a reader cannot see."""
+    text = "".join(
+        char for char in without_invisible(text or "") if unicodedata.category(char) != "Cf"
+    )
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.split())
+
+
+# --- Quotations: text quoted in a reply ----------------------------------------------------------
+
+# Every quotation mark, of any script and style: straight and full-width double quotes, “ ” „ ‟
+# ⹂, « » ‹ › ‚ ‛, the corner brackets 「 」 『 』 (and their vertical forms), 〝 〞 〟 and the
+# ornament marks; and the single quotes that double as apostrophes (' ＇ ‘ ’), see _marks.
+_QUOTATION_MARKS = (
+    "\"\uff02\u201c\u201d\u201e\u201f\u2e42\u00ab\u00bb\u2039\u203a\u201a\u201b"
+    "\u300c-\u300f\ufe41-\ufe44\u301d-\u301f\u275b-\u275e\u276e\u276f\U0001f676-\U0001f678"
+)
+_APOSTROPHES = "'\uff07\u2018\u2019"
+_MARK = re.compile(f"[{_QUOTATION_MARKS}{_APOSTROPHES}]")
+
+
+def _apostrophe(text: str, at: int) -> bool:
+    """The single quote at `at` stands between two letters or digits ("don't", "Joe’s")."""
+    return text[at - 1:at].isalnum() and text[at + 1:at + 2].isalnum()
+
+
+def _marks(text: str) -> list[int]:
+    """Where the quotation marks of `text` stand. A single quote between two letters or digits
+    is an apostrophe, and one after a letter ("the kids' names") closes a quotation only when a
+    single quote that can open one (not after a letter) came before."""
+    found: list[int] = []
+    single_opened = False
+    for match in _MARK.finditer(text):
+        at = match.start()
+        if text[at] in _APOSTROPHES:
+            after_letter = text[at - 1:at].isalnum()
+            if after_letter and (not single_opened or _apostrophe(text, at)):
+                continue
+            single_opened = single_opened or not after_letter
+        found.append(at)
+    return found
+
+
+def quotable(text: str) -> str:
+    """`text` fit to be put between quotation marks: every quotation mark in it written as a
+    straight apostrophe (an apostrophe inside a word is left as it is), so that a quotation
+    around it with any other mark ends at its own closing mark, not at one the text brought."""
+    return _MARK.sub(
+        lambda match: match[0] if _apostrophe(text, match.start()) else "'", text
+    )
+
+
+def outside_quotations(text: str) -> str:
+    """`text` without everything from its first quotation mark to its last: whatever `text`
+    quotes, with whichever marks, is gone, and what is quoted cannot end its quotation early,
+    since any mark it holds falls inside that span too. The cost: the words between two
+    quotations go with them."""
+    marks = _marks(text)
+    return f"{text[:marks[0]]} {text[marks[-1] + 1:]}" if marks else text

@@ -137,6 +137,38 @@ def test_a_subject_i_already_have_is_a_409_with_that_memory(client):
     assert _counts() == before
 
 
+@pytest.mark.parametrize("subject", [
+    " rose ", "ROSE", "\uff32\uff4f\uff53\uff45",  # full-width "Ｒｏｓｅ"
+    "Rose\u200b", "R\u200dose", "\u2060Ro\u00adse\ufeff", "Ro\u034fse", "ROſE",  # ſ: long s
+])
+def test_a_subject_that_reads_the_same_is_a_409_with_that_memory(client, subject):
+    memory = _create(client, content="Rose is the user's grandmother", category="person",
+                     subject="Rose")
+    before = _counts()
+    response = client.post(
+        "/api/memory",
+        {"content": "Rose grew dahlias", "category": "person", "subject": subject},
+        format="json",
+    )
+    assert response.status_code == 409
+    assert response.json()["existing_memory"] == memory
+    assert _counts() == before
+
+
+def test_a_subject_held_by_a_full_width_or_invisible_variant_is_found_too(client):
+    memory = _create(client, content="Rose is the user's grandmother", category="person",
+                     subject="\uff32o\u200bse")
+    response = client.post(
+        "/api/memory", {"content": "Rose grew dahlias", "category": "person", "subject": "rose"},
+        format="json",
+    )
+    assert response.status_code == 409
+    assert response.json()["existing_memory"]["id"] == memory["id"]
+    # Other names are other subjects.
+    _create(client, content="Rosa is the user's aunt", category="person", subject="Rosa")
+    _create(client, content="Roses grew in her garden", category="context", subject="Roses")
+
+
 def test_a_deleted_memory_s_subject_can_be_used_again(client):
     memory = _create(client, content="Alec is the user's boss", category="person", subject="Alec")
     client.delete(f"/api/memory/{memory['id']}")

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from memory_site.core.ai.base import ChatReply, ToolCall
+from memory_site.core.text import quotable
 
 OFFLINE_NOTICE = (
     "(Offline mode: no language model is configured, so this reply is put together by simple "
@@ -42,7 +43,9 @@ QUOTE_WORDS = 30
 
 
 def _quote(text: str) -> str:
-    words = " ".join(text.split()).split(" ")
+    """The first words of `text`, to put between “ and ”: its own quotation marks are written as
+    apostrophes (quotable), so that the quotation ends where this reply ends it."""
+    words = " ".join(quotable(text).split()).split(" ")
     return " ".join(words[:QUOTE_WORDS]) + (" …" if len(words) > QUOTE_WORDS else "")
 
 
