@@ -395,12 +395,14 @@ def _describe(line: prompt.Line) -> Any:
     return line.text
 
 
-def _fit_budget(packet: ContextPacket) -> None:
+# The parts of the system prompt cut before the raw turns, in CUT_ORDER.
+_SECTION_PARTS = ("retrieved", "session_state", "rolling_summary", "facts", "places", "memory")
+
+
+def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
-    if packet.total_tokens() <= budget:
-        return  # the usual case: nothing to cut (and no prompt rendered once per part)
     steps = _cut_steps(packet)
-    for part in CUT_ORDER:
+    for part in parts:
         while packet.total_tokens() > budget:
             cut = steps[part]()
             if cut is None:
@@ -408,6 +410,30 @@ def _fit_budget(packet: ContextPacket) -> None:
             packet.cuts.append(cut)
             if part in ("persona", "latest_message"):  # cut once, as far as needed
                 break
+
+
+def _fit_budget(packet: ContextPacket) -> None:
+    budget = settings.CONTEXT_TOKEN_BUDGET
+    if packet.total_tokens() <= budget:
+        return  # the usual case: nothing to cut (and no prompt rendered once per part)
+    kept = [(section, list(section.lines)) for section in packet.sections]
+    replayed = list(packet.messages)
+    _cut_in_order(packet, CUT_ORDER)
+    parts = {cut["part"] for cut in packet.cuts}
+    if "raw_turns" in parts and not parts & {"persona", "latest_message"}:
+        # The raw turns were cut with every block above them cut first; once one long message
+        # went, the packet may be far under the budget (a turn of 20,000 characters left 632
+        # of 8,000 tokens, every fact and memory cut). The same messages go, and the blocks are
+        # cut again from whole, only as far as the budget still needs.
+        message_cuts = [cut for cut in packet.cuts if cut["part"] in ("messages", "raw_turns")]
+        for section, lines in kept:
+            section.lines = lines
+        packet.messages = replayed[len(message_cuts):]
+        packet.cuts = []
+        _cut_in_order(packet, _SECTION_PARTS)
+        # Listed in CUT_ORDER, as a single pass lists them.
+        packet.cuts = sorted([*packet.cuts, *message_cuts],
+                             key=lambda cut: CUT_ORDER.index(cut["part"]))
     if packet.total_tokens() > budget:
         raise ImproperlyConfigured(
             f"CONTEXT_TOKEN_BUDGET={budget} is smaller than the persona instructions and the "

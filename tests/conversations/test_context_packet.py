@@ -367,3 +367,32 @@ def test_places_of_interest_with_how_many_conversations_mention_each(alice):
         "- The lake cabin (mentioned in 1 conversation)\n"
         "</memory-data>"
     )
+
+
+def test_a_long_message_cut_from_the_raw_turns_leaves_the_blocks_it_does_not_need(
+    family, settings
+):
+    """Found by a tester: after a turn of 20,000 characters the packet held 632 of 8,000
+    tokens with every fact and memory cut. The blocks were cut first, then the raw turns, and
+    once the long message went nothing was put back. They are cut again from whole, only as
+    far as the budget still needs."""
+    settings.CONTEXT_TOKEN_BUDGET = 1500
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    for year in range(1950, 1955):
+        LegacyFactFactory(legacy=family.legacy, user=family.owner,
+                          content=f"Rose planted a new rose bed in {year}.")
+    memory_create(user=family.owner, content="Prefers to be called Annie.", category="preference")
+    long = " ".join(f"Rose walked by the lake on day {n} and sang." for n in range(400))
+    message_append(conversation=conversation, role="user", content=long)
+    message_append(conversation=conversation, role="assistant", content="That sounds lovely.")
+    message_append(conversation=conversation, role="user", content="And her garden?")
+
+    packet = build_context(conversation=conversation, now=NOW)
+
+    assert packet.token_counts()["total"] <= 1500
+    parts = [cut["part"] for cut in packet.cuts]
+    assert "raw_turns" in parts
+    assert long not in [m.content for m in packet.messages]
+    assert not {"facts", "memory"} & set(parts), packet.cuts
+    assert "Rose planted a new rose bed in 1954." in packet.system_prompt
+    assert "Prefers to be called Annie." in packet.system_prompt
