@@ -191,6 +191,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [
         "memory_site.core.throttling.UserRateThrottle",
         "memory_site.core.throttling.AnonRateThrottle",
+        "memory_site.core.throttling.PlatformRateThrottle",
     ],
     # 0 is no proxy: the address is REMOTE_ADDR (DRF's None would read X-Forwarded-For, which
     # any client can write, and let each request count as a new address).

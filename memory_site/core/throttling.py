@@ -21,16 +21,49 @@ class _SettingRate:
         return getattr(settings, self.rate_setting, "") or None
 
 
+def _platform_of(request: object) -> object | None:
+    """The platform of a request made with a platform key and no X-User-Id (provisioning,
+    webhooks): authenticated, but with no user (memory_site.platforms.authentication)."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return None
+    return getattr(getattr(request, "auth", None), "platform_id", None)
+
+
 class UserRateThrottle(_SettingRate, throttling.UserRateThrottle):
-    """Every API call of a signed-in user (THROTTLE_RATE_USER)."""
+    """Every API call of a signed-in user (THROTTLE_RATE_USER). A platform's own calls (a key,
+    no X-User-Id) are PlatformRateThrottle's."""
 
     rate_setting = "THROTTLE_RATE_USER"
 
+    def allow_request(self, request, view) -> bool:
+        return _platform_of(request) is not None or super().allow_request(request, view)
+
 
 class AnonRateThrottle(_SettingRate, throttling.AnonRateThrottle):
-    """Every API call without credentials, per address (THROTTLE_RATE_ANON)."""
+    """Every API call without credentials, per address (THROTTLE_RATE_ANON). A platform's own
+    calls (a key, no X-User-Id) are PlatformRateThrottle's."""
 
     rate_setting = "THROTTLE_RATE_ANON"
+
+    def allow_request(self, request, view) -> bool:
+        return _platform_of(request) is not None or super().allow_request(request, view)
+
+
+class PlatformRateThrottle(_SettingRate, throttling.SimpleRateThrottle):
+    """A platform's own calls (its key and no X-User-Id: provisioning its users, its webhook
+    endpoints), per platform, at THROTTLE_RATE_USER: counted per address, as calls without a
+    user were, a platform provisioning its users from one server was held to
+    THROTTLE_RATE_ANON."""
+
+    scope = "platform"
+    rate_setting = "THROTTLE_RATE_USER"
+
+    def get_cache_key(self, request, view) -> str | None:
+        platform = _platform_of(request)
+        if platform is None:
+            return None  # not a platform's own call: not counted here
+        return self.cache_format % {"scope": self.scope, "ident": platform}
 
 
 class TurnRateThrottle(_SettingRate, throttling.UserRateThrottle):
@@ -43,7 +76,8 @@ class TurnRateThrottle(_SettingRate, throttling.UserRateThrottle):
 
 
 # Added to a view's throttle_classes: the defaults plus the model-call limit.
-MODEL_CALL_THROTTLES = [UserRateThrottle, AnonRateThrottle, TurnRateThrottle]
+MODEL_CALL_THROTTLES = [UserRateThrottle, AnonRateThrottle, PlatformRateThrottle,
+                        TurnRateThrottle]
 
 
 def refused_credentials_throttled(request: object, view: object) -> Throttled | None:

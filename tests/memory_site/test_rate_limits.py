@@ -9,6 +9,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from conversations.models import Message
 from facts.models import Legacy
@@ -99,6 +100,32 @@ def test_refused_credentials_count_per_address(settings, family, anon_client):
     _assert_throttled(anon_client.get("/api/legacies"))
     # A caller with good credentials is not the anonymous address's count.
     assert api_client_for(family.owner).get("/api/legacies").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_platform_s_own_calls_count_per_platform_at_the_user_rate(settings, anon_client):
+    """A platform's calls with its key and no X-User-Id (provisioning its users) have no user:
+    they were counted per address at THROTTLE_RATE_ANON, and a platform provisioning from one
+    server was held to it."""
+    from memory_site.platforms.services import platform_key_create
+
+    settings.THROTTLE_RATE_ANON = "2/minute"
+    settings.THROTTLE_RATE_USER = "4/minute"
+    _, key = platform_key_create(name="chat-frontend")
+    _, other_key = platform_key_create(name="other-frontend")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    for n in range(4):
+        response = client.post("/api/platform/users", {"external_id": f"user-{n}"}, format="json")
+        assert response.status_code == 201, response.content
+    _assert_throttled(client.post("/api/platform/users", {"external_id": "user-9"},
+                                  format="json"))
+    # Another platform has a count of its own, and so do anonymous callers of the address.
+    other = APIClient()
+    other.credentials(HTTP_AUTHORIZATION=f"Api-Key {other_key}")
+    assert other.post("/api/platform/users", {"external_id": "user-0"},
+                      format="json").status_code == 201
+    assert anon_client.get("/api/schema?format=json").status_code == 200
 
 
 @pytest.mark.django_db
