@@ -2,6 +2,7 @@
 what leaving does to ownership, facts and conversations, the last member's refusal, and that a
 denied request changes nothing."""
 
+import contextlib
 import re
 import threading
 import time
@@ -319,15 +320,11 @@ def test_the_last_two_members_leaving_at_once_leave_one_behind(family, monkeypat
 # --- Sharing while being removed ---------------------------------------------------------------
 
 
-def _removed_while_sharing(family, monkeypatch, share, hold_after) -> None:
-    """The member shares a fact and waits after `hold_after` (a function of facts.services)
-    while an owner removes them: inside the sharing transaction, after the fact was written
-    (`_record_conflicts`), or before it began, after the author was checked
-    (`_require_author`). Without the membership row held in that transaction, the removal
-    made their shared facts private before the new one was committed, or the sharing came
-    after the removal, and the family kept seeing the fact."""
+def _while_held(monkeypatch, name, first, then) -> list[BaseException]:
+    """Run `first` in a thread until it has returned from facts.services.`name` (slowed to
+    hold its transaction open a while), then `then` in another; the errors of both."""
     inside = threading.Event()
-    slowed = getattr(services, hold_after)
+    slowed = getattr(services, name)
 
     def slow(*args, **kwargs):
         result = slowed(*args, **kwargs)
@@ -335,27 +332,41 @@ def _removed_while_sharing(family, monkeypatch, share, hold_after) -> None:
         time.sleep(0.4)
         return result
 
-    monkeypatch.setattr(services, hold_after, slow)
-    errors = []
+    monkeypatch.setattr(services, name, slow)
+    errors: list[BaseException] = []
 
     def run(work) -> None:
         try:
             work()
-        except NotFound:
-            pass  # removed first: nothing is shared
         except BaseException as exc:
             errors.append(exc)
         finally:
             connections.close_all()
 
-    sharer = threading.Thread(target=run, args=(share,))
-    sharer.start()
+    threads = [threading.Thread(target=run, args=(first,))]
+    threads[0].start()
     assert inside.wait(timeout=10)
-    remover = threading.Thread(target=run, args=(lambda: services.membership_remove(
-        legacy=family.legacy, removed_by=family.owner, username="member"),))
-    remover.start()
-    for thread in (sharer, remover):
+    threads.append(threading.Thread(target=run, args=(then,)))
+    threads[1].start()
+    for thread in threads:
         thread.join(timeout=30)
+    return errors
+
+
+def _removed_while_sharing(family, monkeypatch, share, hold_after) -> None:
+    """The member shares a fact and waits after `hold_after` (a function of facts.services)
+    while an owner removes them: inside the sharing transaction, after the fact was written
+    (`_record_conflicts`), or before it began, after the author was checked
+    (`_require_author`). Without the membership row held in that transaction, the removal
+    made their shared facts private before the new one was committed, or the sharing came
+    after the removal, and the family kept seeing the fact."""
+
+    def sharing() -> None:
+        with contextlib.suppress(NotFound):  # removed first: nothing is shared
+            share()
+
+    errors = _while_held(monkeypatch, hold_after, sharing, lambda: services.membership_remove(
+        legacy=family.legacy, removed_by=family.owner, username="member"))
     assert errors == []
     assert not LegacyMembership.objects.filter(legacy=family.legacy, user=family.member).exists()
     assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()
@@ -389,39 +400,6 @@ def test_a_former_member_cannot_share(family):
         services.fact_create(legacy=family.legacy, user=family.member, category="hobby",
                              content="Rose kept bees.", visibility="shared")
     assert not LegacyFact.objects.filter(user=family.member, visibility="shared").exists()
-
-
-def _while_held(monkeypatch, name, first, then) -> list[BaseException]:
-    """Run `first` in a thread until it has returned from facts.services.`name` (slowed to
-    hold its transaction open a while), then `then` in another; the errors of both."""
-    inside = threading.Event()
-    slowed = getattr(services, name)
-
-    def slow(*args, **kwargs):
-        result = slowed(*args, **kwargs)
-        inside.set()
-        time.sleep(0.4)
-        return result
-
-    monkeypatch.setattr(services, name, slow)
-    errors: list[BaseException] = []
-
-    def run(work) -> None:
-        try:
-            work()
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(first,))]
-    threads[0].start()
-    assert inside.wait(timeout=10)
-    threads.append(threading.Thread(target=run, args=(then,)))
-    threads[1].start()
-    for thread in threads:
-        thread.join(timeout=30)
-    return errors
 
 
 @pytest.mark.django_db(transaction=True)
