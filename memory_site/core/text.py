@@ -125,20 +125,36 @@ _APOSTROPHES = "'\uff07\u2018\u2019"
 _MARK = re.compile(f"[{_QUOTATION_MARKS}{_APOSTROPHES}]")
 
 
+# What a single quote before a word leaves out, where no quotation opens: a decade ('60s, ’49),
+# rock 'n' roll and the common elisions in lower case ('til, 'cause, 'em, 'tis, 'bout). A
+# quotation rarely opens with one of them: most open with a capital letter.
+_ELISION = re.compile(
+    rf"(?:\d\d(?!\d)|n[{_APOSTROPHES}]|(?:til|cause|cos|em|tis|twas|bout|round)(?![^\W_]))"
+)
+
+
 def _apostrophe(text: str, at: int) -> bool:
     """The single quote at `at` stands between two letters or digits ("don't", "Joe’s")."""
     return text[at - 1:at].isalnum() and text[at + 1:at + 2].isalnum()
 
 
+def _elides(text: str, at: int) -> bool:
+    """The single quote at `at` starts a word it shortens ("the '60s", "'til", "'n'")."""
+    return not text[at - 1:at].isalnum() and _ELISION.match(text, at + 1) is not None
+
+
 def _marks(text: str) -> list[int]:
     """Where the quotation marks of `text` stand. A single quote between two letters or digits
-    is an apostrophe, and one after a letter ("the kids' names") closes a quotation only when a
-    single quote that can open one (not after a letter) came before."""
+    is an apostrophe, and so is one that shortens the word it starts (_ELISION); one after a
+    letter ("the kids' names", rock 'n' roll) closes a quotation only when a single quote that
+    can open one (not after a letter) came before."""
     found: list[int] = []
     single_opened = False
     for match in _MARK.finditer(text):
         at = match.start()
         if text[at] in _APOSTROPHES:
+            if _elides(text, at):
+                continue
             after_letter = text[at - 1:at].isalnum()
             if after_letter and (not single_opened or _apostrophe(text, at)):
                 continue
