@@ -27,7 +27,7 @@ from agent_memory.models import (
 )
 from agent_memory.serializers import MemorySerializer, document_token_count
 from memory_site.core.errors import Conflict, NotFound
-from memory_site.core.text import NUL_MESSAGE, has_nul
+from memory_site.core.text import NUL_MESSAGE, has_nul, visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ def _clean_subject(subject: object, errors: dict[str, list[str]]) -> str | None:
     if not isinstance(subject, str):
         errors["subject"] = ["Must be text or null."]
         return None
-    text = " ".join(subject.split())
+    # Stored as a reader sees it: a subject of only invisible characters is no subject.
+    text = visible_text(subject)
     if len(text) > settings.MEMORY_SUBJECT_MAX_CHARS:
         errors["subject"] = [f"At most {settings.MEMORY_SUBJECT_MAX_CHARS} characters."]
     elif has_nul(text):

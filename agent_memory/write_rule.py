@@ -37,7 +37,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from agent_memory import selectors
 from memory_site.core.errors import NotFound
-from memory_site.core.text import outside_quotations
+from memory_site.core.text import comparison_key, outside_quotations
 
 ADD, UPDATE, DELETE = "add", "update", "delete"
 
@@ -121,7 +121,9 @@ class WriteDecision:
 
 
 def _normal(text: str) -> str:
-    return " ".join(text.replace("\u2019", "'").replace("\u2018", "'").lower().split())
+    """`text` in the form words are compared in: comparison_key's (case, full-width letters and
+    invisible characters make no other word), curly apostrophes straight."""
+    return comparison_key(text).replace("\u2019", "'").replace("\u2018", "'")
 
 
 def _stems(text: str) -> set[str]:

@@ -100,15 +100,22 @@ def fence_block(tag: str, lines: Iterable[str]) -> str:
 # --- Names compared ------------------------------------------------------------------------------
 
 
-def comparison_key(text: str | None) -> str:
-    """The form in which two names are the same name: compatibility forms folded (NFKC: a
-    full-width "Ｒｏｓｅ" is "Rose"), case folded, invisible and other format characters (zero-width
-    space, joiner, …) dropped and whitespace folded, so that no name differs from another by
-    what a reader cannot see."""
+def visible_text(text: str | None) -> str:
+    """`text` as a reader sees it: invisible and other format characters (zero-width space,
+    joiner, direction marks, …) dropped, composed (NFC) and whitespace folded. How a name is
+    stored, so that none holds what no one can see."""
     text = "".join(
         char for char in without_invisible(text or "") if unicodedata.category(char) != "Cf"
     )
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def comparison_key(text: str | None) -> str:
+    """The form in which two names are the same name: the visible text (visible_text) with
+    compatibility forms folded (NFKC: a full-width "Ｒｏｓｅ" is "Rose") and case folded, so that
+    no name differs from another by what a reader cannot see."""
+    folded = unicodedata.normalize("NFKC", visible_text(text)).casefold()
+    folded = unicodedata.normalize("NFKC", folded)
     return " ".join(folded.split())
 
 

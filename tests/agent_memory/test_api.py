@@ -1,5 +1,7 @@
 """The memory API (seed 003): list, create, versions, soft delete, conflicts, tenancy, bad input."""
 
+import importlib
+
 import pytest
 
 from agent_memory import services
@@ -167,6 +169,35 @@ def test_a_subject_held_by_a_full_width_or_invisible_variant_is_found_too(client
     # Other names are other subjects.
     _create(client, content="Rosa is the user's aunt", category="person", subject="Rosa")
     _create(client, content="Roses grew in her garden", category="context", subject="Roses")
+
+
+def test_a_subject_is_stored_as_a_reader_sees_it(client):
+    memory = _create(client, content="Rose is the user's grandmother", category="person",
+                     subject="\u2060Ro\u200dse\ufeff  Whit\u00adfield ")
+    assert memory["subject"] == "Rose Whitfield"
+    composed = _create(client, content="Zoë was her friend", category="person",
+                       subject="Zoe\u0308")
+    assert composed["subject"] == "Zo\u00eb"
+    # Nothing a reader can see is no subject, like an empty one: it holds no name of another.
+    for invisible in ("\u200b\u200d", "\ufeff \u2060"):
+        blank = _create(client, content="Some memory", category="context", subject=invisible)
+        assert blank["subject"] is None
+
+
+def test_subjects_written_before_are_stored_as_seen_by_the_migration(alice):
+    from django.apps import apps
+
+    migration = importlib.import_module("agent_memory.migrations.0005_memory_subjects_as_seen")
+    rows = {
+        subject: AgentMemory.objects.create(
+            id=f"m{index}", user=alice, category="person", subject=subject
+        )
+        for index, subject in enumerate(["Ro\u200bse", "\u200d\ufeff", "Anna", None])
+    }
+    migration.subjects_as_seen(apps, None)
+    assert {
+        before: AgentMemory.objects.get(pk=row.pk).subject for before, row in rows.items()
+    } == {"Ro\u200bse": "Rose", "\u200d\ufeff": None, "Anna": "Anna", None: None}
 
 
 def test_a_deleted_memory_s_subject_can_be_used_again(client):

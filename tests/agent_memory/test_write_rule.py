@@ -50,6 +50,9 @@ def _decide(user, name, arguments, said, previous=""):
      "", {"content": "User prefers Friday due dates", "category": "preference"}, True, "request"),
     ("Don't forget: Anna is my sister", "",
      {"content": "Anna is the user's sister", "category": "person"}, True, "request"),
+    # Words read as a reader sees them: invisible characters and full-width letters.
+    ("Re\u200bmember that her favourite colour was \uff42\uff4c\uff55\uff45", "",
+     {"content": "Her favourite colour was blue", "category": "person"}, True, "request"),
     # Seed 003 scenario 4: declined, or never offered, or not asked.
     ("No, it's just for this task", "Would you like me to remember that James is a project "
      "collaborator?", {"content": "James is a project collaborator", "category": "person"},
