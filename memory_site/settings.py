@@ -203,6 +203,8 @@ REST_FRAMEWORK = {
 THROTTLE_RATE_USER = env_str("THROTTLE_RATE_USER", "600/minute")
 THROTTLE_RATE_TURN = env_str("THROTTLE_RATE_TURN", "60/minute")
 THROTTLE_RATE_ANON = env_str("THROTTLE_RATE_ANON", "60/minute")
+# Every call made with one platform's key (its own and for its users), per platform.
+THROTTLE_RATE_PLATFORM = env_str("THROTTLE_RATE_PLATFORM", "6000/minute")
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 200)
 

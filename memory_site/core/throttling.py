@@ -31,8 +31,8 @@ def _platform_of(request: object) -> object | None:
 
 
 class UserRateThrottle(_SettingRate, throttling.UserRateThrottle):
-    """Every API call of a signed-in user (THROTTLE_RATE_USER). A platform's own calls (a key,
-    no X-User-Id) are PlatformRateThrottle's."""
+    """Every API call of a signed-in user (THROTTLE_RATE_USER), a platform's users included. A
+    platform's own calls (a key, no X-User-Id) have no user: PlatformRateThrottle counts them."""
 
     rate_setting = "THROTTLE_RATE_USER"
 
@@ -51,18 +51,18 @@ class AnonRateThrottle(_SettingRate, throttling.AnonRateThrottle):
 
 
 class PlatformRateThrottle(_SettingRate, throttling.SimpleRateThrottle):
-    """A platform's own calls (its key and no X-User-Id: provisioning its users, its webhook
-    endpoints), per platform, at THROTTLE_RATE_USER: counted per address, as calls without a
-    user were, a platform provisioning its users from one server was held to
-    THROTTLE_RATE_ANON."""
+    """Every call made with a platform's key, per platform (THROTTLE_RATE_PLATFORM): its own
+    (no X-User-Id: provisioning its users, its webhook endpoints) and those for its users, who
+    also have their own count. Each new X-User-Id is a new user with a fresh count of its own,
+    so without this a key could call at any rate by naming new users."""
 
     scope = "platform"
-    rate_setting = "THROTTLE_RATE_USER"
+    rate_setting = "THROTTLE_RATE_PLATFORM"
 
     def get_cache_key(self, request, view) -> str | None:
-        platform = _platform_of(request)
+        platform = getattr(getattr(request, "auth", None), "platform_id", None)
         if platform is None:
-            return None  # not a platform's own call: not counted here
+            return None  # not a platform key's call: not counted here
         return self.cache_format % {"scope": self.scope, "ident": platform}
 
 

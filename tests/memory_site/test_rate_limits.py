@@ -103,14 +103,15 @@ def test_refused_credentials_count_per_address(settings, family, anon_client):
 
 
 @pytest.mark.django_db
-def test_a_platform_s_own_calls_count_per_platform_at_the_user_rate(settings, anon_client):
+def test_a_platform_s_own_calls_count_per_platform(settings, anon_client):
     """A platform's calls with its key and no X-User-Id (provisioning its users) have no user:
     they were counted per address at THROTTLE_RATE_ANON, and a platform provisioning from one
     server was held to it."""
     from memory_site.platforms.services import platform_key_create
 
     settings.THROTTLE_RATE_ANON = "2/minute"
-    settings.THROTTLE_RATE_USER = "4/minute"
+    settings.THROTTLE_RATE_USER = "2/minute"
+    settings.THROTTLE_RATE_PLATFORM = "4/minute"
     _, key = platform_key_create(name="chat-frontend")
     _, other_key = platform_key_create(name="other-frontend")
     client = APIClient()
@@ -126,6 +127,31 @@ def test_a_platform_s_own_calls_count_per_platform_at_the_user_rate(settings, an
     assert other.post("/api/platform/users", {"external_id": "user-0"},
                       format="json").status_code == 201
     assert anon_client.get("/api/schema?format=json").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_platform_s_calls_for_its_users_count_per_platform_too(settings):
+    """Each new X-User-Id is a new user with a count of its own: a key naming a new user at
+    every call was never held back. All calls made with one key count per platform."""
+    from memory_site.platforms.services import platform_key_create
+
+    settings.THROTTLE_RATE_USER = "2/minute"
+    settings.THROTTLE_RATE_PLATFORM = "5/minute"
+    _, key = platform_key_create(name="chat-frontend")
+    _, other_key = platform_key_create(name="other-frontend")
+
+    def as_user(api_key: str, external_id: str):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key}", HTTP_X_USER_ID=external_id)
+        return client.get("/api/legacies")
+
+    assert as_user(key, "user-0").status_code == 200
+    assert as_user(key, "user-0").status_code == 200
+    _assert_throttled(as_user(key, "user-0"))  # the user's own count
+    for n in range(1, 3):
+        assert as_user(key, f"user-{n}").status_code == 200
+    _assert_throttled(as_user(key, "user-3"))  # the platform's count: 5 calls let through
+    assert as_user(other_key, "user-3").status_code == 200
 
 
 @pytest.mark.django_db

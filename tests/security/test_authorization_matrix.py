@@ -116,6 +116,7 @@ def world(family, settings) -> World:
     settings.THROTTLE_RATE_USER = ""
     settings.THROTTLE_RATE_ANON = ""
     settings.THROTTLE_RATE_TURN = ""
+    settings.THROTTLE_RATE_PLATFORM = ""
     me = build_world(family)
     staff = UserFactory(username="staff")
     User.objects.filter(pk=staff.pk).update(is_staff=True, is_superuser=True)

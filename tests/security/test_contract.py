@@ -72,6 +72,7 @@ def world(family, settings):
     settings.THROTTLE_RATE_USER = ""
     settings.THROTTLE_RATE_TURN = ""
     settings.THROTTLE_RATE_ANON = ""
+    settings.THROTTLE_RATE_PLATFORM = ""
     cache.clear()
     return build_world(family)
 
