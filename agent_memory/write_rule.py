@@ -6,14 +6,18 @@ A write tool call (add_to_memory, update_memory, manage_user_memory with add_fac
 deactivate_fact or add_poi) is carried out when the user's message of the turn
 
 1. **asks for it**: it contains a request of the call's kind — to add: "remember", "don't
-   forget", "keep in mind", "make a note", "note that", "save", "store", "from now on"; to
-   update: those or "update", "change", "correct", "actually", "no longer", "anymore"; to
-   delete: "forget", "delete", "remove", "deactivate", "erase" ("can't remember" and the like
-   are no request); or
+   forget", "keep (this) in mind", "make a note", "note that", "note:", "save", "store", "from
+   now on"; to update: those or "update", "change", "correct", "replace", "edit", "actually",
+   "no longer", "anymore"; to delete: "forget", "delete", "remove", "deactivate", "erase" —
+   outside what the message quotes, and not negated in its clause ("don't save anything
+   about …", "I don't want you to forget …", "never remove …", "I can't remember") nor asked
+   about ("do you remember …?"); or
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
    "go ahead", "please do", …; at most 6 words, no question) and the agent's previous message
-   offered a change in a question of its own ("Would you like me to remember …?": an offer word
-   in a sentence ending with a question mark, outside the span from the message's first
+   offered a change of the call's kind in a question of its own ("Would you like me to
+   remember …?", "Shall I forget …?": an asking phrase, then a word of the change's kind —
+   "remember" offers an addition or an update, "forget" a deletion — in a sentence ending with
+   a question mark; "Do you remember …?" offers nothing), outside the span from the message's first
    quotation mark to its last, of any style: `memory_site.core.text.outside_quotations`, so that
    text the agent quotes cannot end its quotation early with a mark of its own); or
 3. for update_memory only, **states it**: the user's message names the memory (its subject or
@@ -51,24 +55,31 @@ DELETE_NAMED_SHARE = 1 / 2
 _STEM = 5
 
 _ADD_WORDS = (
-    r"remember|don't forget|do not forget|keep in mind|make a note|note (?:that|this|down)"
-    r"|write (?:that|this|it) down|save|store|from now on"
+    r"remember|don't forget|do not forget|keep (?:this |that |it )?in mind|make a note"
+    r"|note(?:\s+(?:that|this|down)|(?=\s*:))|write (?:that|this|it) down|save|store"
+    r"|from now on"
 )
+_UPDATE_WORDS = r"update|change|correct|replace|edit"
+_DELETE_WORDS = r"forget|delete|remove|deactivate|erase"
 _REQUESTS = {
     ADD: re.compile(rf"\b(?:{_ADD_WORDS})\b"),
-    UPDATE: re.compile(
-        rf"\b(?:{_ADD_WORDS}|update|change|correct|actually|no longer|any ?more)\b"
-    ),
-    DELETE: re.compile(r"\b(?:forget|delete|remove|deactivate|erase)\b"),
+    UPDATE: re.compile(rf"\b(?:{_ADD_WORDS}|{_UPDATE_WORDS}|actually|no longer|any ?more)\b"),
+    DELETE: re.compile(rf"\b(?:{_DELETE_WORDS})\b"),
 }
-# Not a request: "I can't remember" (to add or update), "don't forget" or "I'll never forget"
-# (to delete).
-_NEGATED = r"\b(?:can't|cannot|can not|couldn't|don't|do not|didn't|did not|won't|never|not)"
-_NOT_A_REQUEST = {
-    ADD: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?remember\b"),
-    UPDATE: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?remember\b"),
-    DELETE: re.compile(rf"{_NEGATED}\s+(?:\w+\s+)?forget\b"),
-}
+# Not a request: a request word negated earlier in its clause, at most three words before it
+# ("don't save anything about …", "I don't want you to forget Alec", "never remove …", "I
+# can't remember"), or asked about ("do you remember …?"). "Don't forget" itself asks to add.
+_NEGATION = re.compile(
+    r"\b(?:can't|cant|cannot|can not|couldn't|couldnt|don't|dont|do not|didn't|didnt|did not"
+    r"|won't|wont|will not|wouldn't|wouldnt|shouldn't|shouldnt|mustn't|never|not|no need to"
+    r"|stop)(?:\s+\S+){0,3}\s*$"
+)
+# Request words that a negation before them leaves requests: "don't forget" asks to add, and
+# "not … anymore" states a change.
+_UNNEGATED = frozenset(("don't forget", "do not forget", "actually", "no longer", "anymore",
+                        "any more"))
+_RECALL_QUESTION = re.compile(r"\b(?:do|did|does) (?:you|he|she|they|we|i) (?:still |even )?$")
+_CLAUSE_END = re.compile(r"[,.;:!?()\[\]\u2013\u2014]|\s-\s|\bbut\b")
 _AFFIRMATIVE = re.compile(
     r"^(?:yes|yeah|yep|yup|sure|ok|okay|please do|please|go ahead|do it|do that|absolutely"
     r"|of course|definitely|certainly|that's right|right|correct)\b"
@@ -84,9 +95,21 @@ _YES_WORDS = frozenset((
 ))
 # A question of the reply's own: the text since the last sentence end up to a "?".
 _QUESTION = re.compile(r"[^.!?]*\?")
-_OFFER = re.compile(
-    r"\b(?:remember|store|save|note|keep|add|update|change|correct|forget|delete|remove)\b"
+# An offer: the agent asks whether it should make a change ("Would you like me to remember
+# …?", "Shall I forget …?"), with a word of the change's kind after it. "Do you remember …?"
+# and "Did Sarah keep in touch?" offer nothing.
+_OFFER_ASK = (
+    r"\b(?:would you like|would you want|do you want|want me to|like me to|shall i|should i"
+    r"|can i|could i|may i|let me)\b"
 )
+_OFFER_WORDS = {
+    ADD: r"remember|store|save|note|keep|add|write",
+    UPDATE: rf"remember|store|save|note|keep|add|write|{_UPDATE_WORDS}",
+    DELETE: _DELETE_WORDS,
+}
+_OFFERS = {
+    kind: re.compile(rf"{_OFFER_ASK}.*\b(?:{words})\b") for kind, words in _OFFER_WORDS.items()
+}
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 # Words that carry no content of their own (and the request words): never counted.
 FUNCTION_WORDS = frozenset((
@@ -144,21 +167,31 @@ def write_kind(name: str, arguments: dict[str, Any]) -> str | None:
 
 
 def _asks(kind: str, text: str) -> bool:
-    text = _NOT_A_REQUEST[kind].sub(" ", _normal(text))
-    return bool(_REQUESTS[kind].search(text))
+    """The user's message asks for a change of this kind: a request word outside what the
+    message quotes (a quoted "remember that …" is someone else's), not negated in its clause
+    nor asked about (_NEGATION, _RECALL_QUESTION)."""
+    own = _normal(outside_quotations(text))
+    for match in _REQUESTS[kind].finditer(own):
+        if match[0] in _UNNEGATED:
+            return True
+        clause = _CLAUSE_END.split(own[:match.start()])[-1]
+        if not _NEGATION.search(clause) and not _RECALL_QUESTION.search(clause):
+            return True
+    return False
 
 
-def _offers(reply: str) -> bool:
-    """The agent's reply asks to change a memory: a question of its own with an offer word.
-    Nothing from the reply's first quotation mark to its last is its own: there it quotes, such
-    as another member's fact, and a mark inside the quoted text cannot end the quotation early."""
+def _offers(reply: str, kind: str) -> bool:
+    """The agent's reply offers a change of this kind: a question of its own that asks whether
+    it should (_OFFERS). Nothing from the reply's first quotation mark to its last is its own:
+    there it quotes, such as another member's fact, and a mark inside the quoted text cannot end
+    the quotation early."""
     own = _normal(outside_quotations(reply))
-    return any(_OFFER.search(question) for question in _QUESTION.findall(own))
+    return any(_OFFERS[kind].search(question) for question in _QUESTION.findall(own))
 
 
-def _confirms(words: TurnWords) -> bool:
+def _confirms(words: TurnWords, kind: str) -> bool:
     """A short yes and nothing else ("Yes please.", "Sure, go ahead"; not "OK, what else do you
-    know?") to an offer of the agent's."""
+    know?") to an offer of the agent's of this kind: a yes to "remember …?" deletes nothing."""
     answer = _normal(words.user_message).strip(" .!")
     yes = _AFFIRMATIVE.match(answer)
     rest = _WORD.findall(answer[yes.end():]) if yes else []
@@ -166,7 +199,7 @@ def _confirms(words: TurnWords) -> bool:
         yes is not None and not _NEGATIVE.search(answer)
         and "?" not in answer and len(answer.split()) <= _AFFIRMATIVE_MAX_WORDS
         and all(word in _YES_WORDS for word in rest)
-        and _offers(words.previous_reply)
+        and _offers(words.previous_reply, kind)
     )
 
 
@@ -216,7 +249,7 @@ def write_decision(
     said = words.user_message
     if _asks(kind, said):
         basis, sources = "request", [said]
-    elif _confirms(words):
+    elif _confirms(words, kind):
         basis, sources = "confirmation", [said, words.previous_reply]
     elif kind == UPDATE:
         basis, sources = "statement", [said]
