@@ -423,9 +423,9 @@ class FactCorrectionUndoApi(APIView):
     )
     def post(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
-        restored = services.fact_correction_undo(fact=fact, user=request.user)
-        corrections = selectors.fact_corrections_visible(user=request.user, facts=restored)
-        body = {"restored": restored, "removed_fact_id": fact.pk}
+        undone = services.fact_correction_undo(fact=fact, user=request.user)
+        corrections = selectors.fact_corrections_visible(user=request.user, facts=undone.restored)
+        body = {"restored": undone.restored, "removed_fact_id": fact.pk if undone.removed else None}
         return Response(CorrectionUndoneSerializer(
             body, context={"request": request, "corrections": corrections}).data)
 

@@ -101,6 +101,9 @@ class LegacyFact(models.Model):
         related_name="supersedes",
     )
     superseded_at = models.DateTimeField(null=True, blank=True)
+    # Made by a correction (the extraction that found the correction created it): undoing that
+    # correction deletes it. A fact stated before, that a correction found again, is kept.
+    created_as_correction = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["extracted_at"]

@@ -195,7 +195,11 @@ class CorrectionUndoneSerializer(serializers.Serializer):
     """What undoing a correction did."""
 
     restored = FactSerializer(many=True, help_text="The corrected facts, current again.")
-    removed_fact_id = serializers.UUIDField(help_text="The correction, now deleted.")
+    removed_fact_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="The correction, now deleted; null when the author had stated it before the "
+        "correction found it again: it stays, current.",
+    )
 
 
 class ConflictSerializer(serializers.Serializer):

@@ -708,10 +708,15 @@ def _current_head(fact: LegacyFact) -> LegacyFact:
     return fact
 
 
-def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
+def fact_supersede(
+    *, old: LegacyFact, new: LegacyFact, new_created: bool = True
+) -> LegacyFact | None:
     """`new` corrects `old`, a fact of the same author about the same legacy: `old` stops being
     current and points at `new`; both rows stay. Returns the fact that was superseded, or None
-    when nothing changed (`new` already replaces it: the call is idempotent).
+    when nothing changed (`new` already replaces it: the call is idempotent). `new_created`:
+    `new` was made for this correction (the extraction that found the correction created it),
+    and undoing the correction deletes it; a fact the author had stated before, and that the
+    correction found again, is marked so and kept by an undo.
 
     Racing corrections leave one current fact: under the author's lock, a correction of a fact
     that was corrected meanwhile corrects the fact that replaced it (the current end of the
@@ -742,6 +747,10 @@ def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
         # that undoing the correction restores it exactly.
         LegacyFact.objects.filter(pk=target.pk).update(superseded_by=replacement, superseded_at=now)
         target.superseded_by, target.superseded_at = replacement, now
+        if new_created and replacement.pk == new.pk and not new.created_as_correction:
+            # Only a fact made for this correction: a fact stated before keeps its own life.
+            LegacyFact.objects.filter(pk=new.pk).update(created_as_correction=True)
+            replacement.created_as_correction = True
         if (
             target.visibility == LegacyFact.Visibility.SHARED
             and replacement.visibility != LegacyFact.Visibility.SHARED
@@ -765,13 +774,20 @@ def fact_supersede(*, old: LegacyFact, new: LegacyFact) -> LegacyFact | None:
     return target
 
 
-def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> list[LegacyFact]:
+@dataclass(frozen=True)
+class CorrectionUndone:
+    restored: list[LegacyFact]
+    removed: bool  # the correction was deleted; False: it was stated before, and stays current
+
+
+def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> CorrectionUndone:
     """The author undoes the correction `fact` made: the fact(s) it superseded are current
     again exactly as they were (content, category, visibility, source, timestamps: the
-    supersede never changed them), and `fact`, the correction, is deleted. Returns the
-    restored facts. PermissionDenied for anyone but the author; NotACorrection when `fact`
-    corrected nothing, CorrectionCorrected when `fact` is itself corrected (undo the later
-    correction first)."""
+    supersede never changed them), and `fact`, the correction, is deleted when it was made for
+    a correction (`created_as_correction`); a fact the author had stated before the correction
+    found it again stays, current, as it is. PermissionDenied for anyone but the author;
+    NotACorrection when `fact` corrected nothing, CorrectionCorrected when `fact` is itself
+    corrected (undo the later correction first)."""
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
@@ -790,10 +806,11 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> list[Le
         LegacyFact.objects.filter(pk__in=[f.pk for f in restored]).update(
             superseded_by=None, superseded_at=None
         )
-        fact.delete()
+        if fact.created_as_correction:
+            fact.delete()
     for old in restored:
         old.superseded_by, old.superseded_at = None, None
-    return restored
+    return CorrectionUndone(restored=restored, removed=fact.created_as_correction)
 
 
 def _unlink_history(deleted_ids: list[object]) -> None:

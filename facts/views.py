@@ -1,6 +1,7 @@
 """Dashboard pages of legacies, their family and their facts: creating a legacy, review, share,
 edit and delete (htmx in place), inviting, answering invitations, and leaving a legacy."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -69,6 +70,7 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
         "visibilities": LegacyFact.Visibility.choices,
         "members": selectors.legacy_members(legacy=legacy),
         "conflicts": conflicts,
+        "fact_max_chars": settings.FACT_MAX_CHARS,
     }
 
 
@@ -357,7 +359,11 @@ def fact_edit(request: HttpRequest, fact_id: str) -> HttpResponse:
     """The edit form (in place with htmx, its own page without) and its submission."""
     fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
     template = "facts/_fact_edit.html" if request.htmx else "facts/fact_edit_page.html"
-    context = {"fact": fact, "categories": LegacyFact.Category.values}
+    context = {
+        "fact": fact,
+        "categories": LegacyFact.Category.values,
+        "fact_max_chars": settings.FACT_MAX_CHARS,
+    }
     if request.method == "GET":
         return render(request, template, context)
     try:
@@ -398,11 +404,17 @@ def fact_undo_correction(request: HttpRequest, fact_id: str) -> HttpResponse:
     """The author undoes a correction: the correction goes, the fact(s) it corrected are
     current again. With htmx the row is replaced by theirs; without, back to the facts page."""
     fact = selectors.fact_for_author(user=request.user, fact_id=fact_id)
-    restored = services.fact_correction_undo(fact=fact, user=request.user)
-    note = "Correction undone: the earlier value is current again."
+    undone = services.fact_correction_undo(fact=fact, user=request.user)
+    restored = undone.restored
+    note = "Correction undone: the earlier value is current again." + (
+        "" if undone.removed else " The correcting fact stays: you had said it before."
+    )
     if request.htmx:
-        _with_lifecycle(request.user, restored)
+        # The correction's row is replaced: by the restored rows, and by its own if it stays.
+        rows = restored if undone.removed else [
+            *restored, selectors.fact_for_author(user=request.user, fact_id=fact.pk)]
+        _with_lifecycle(request.user, rows)
         return render(request, "facts/_fact_rows_restored.html",
-                      {"facts": restored, "user": request.user, "confirmation": note})
+                      {"facts": rows, "user": request.user, "confirmation": note})
     messages.success(request, note)
     return redirect(_facts_url(fact.legacy_id, restored[0]))

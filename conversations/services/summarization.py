@@ -348,7 +348,7 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
                         # parse_summary_extraction refuses this; a provider that skipped it
                         # stores nothing of the batch either.
                         raise LLMOutputError(f"unknown fact reference {fact.supersedes!r}")
-                    _apply_correction(stored, known_by_ref[fact.supersedes])
+                    _apply_correction(stored, known_by_ref[fact.supersedes], created=created)
             _publish_archived(conversation=conversation, chunk=chunk, fact_ids=fact_ids)
     except IntegrityError:
         if ConversationChunk.objects.filter(
@@ -362,11 +362,12 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
     return chunk
 
 
-def _apply_correction(new: LegacyFact, old: LegacyFact) -> None:
+def _apply_correction(new: LegacyFact, old: LegacyFact, *, created: bool) -> None:
     """The extracted fact `new` corrects the known fact `old` (docs/facts.md "Corrections"), in
     the batch's transaction: fact_supersede locks the author's facts, so racing batches leave
-    one current fact. A fact deleted since the batch was sent is simply not corrected."""
-    superseded = fact_supersede(old=old, new=new)
+    one current fact. A fact deleted since the batch was sent is simply not corrected. `new`
+    was found again (not `created`) when the author had stated it before: an undo keeps it."""
+    superseded = fact_supersede(old=old, new=new, new_created=created)
     if superseded is not None:
         logger.info("Fact %s corrected %s", new.pk, superseded.pk)
 

@@ -95,8 +95,8 @@ def test_undo_restores_the_old_fact_exactly_and_removes_the_correction(family, m
     before = snapshot(married)
     new = correct(family)
     services.fact_supersede(old=married, new=new)
-    restored = services.fact_correction_undo(fact=new, user=family.owner)
-    assert [f.pk for f in restored] == [married.pk]
+    undone = services.fact_correction_undo(fact=new, user=family.owner)
+    assert ([f.pk for f in undone.restored], undone.removed) == ([married.pk], True)
     assert snapshot(married) == before
     married.refresh_from_db()
     assert (married.superseded_by_id, married.superseded_at) == (None, None)
@@ -316,6 +316,44 @@ def test_a_correction_in_a_later_conversation_supersedes(family, published,
         "superseded_by": str(new.pk), "conversation_id": str(second.pk),
         "message_range": [0, 1],
     }
+
+
+def test_undo_keeps_a_correcting_fact_that_was_said_before(family):
+    """Found by a new-user walkthrough: a correction that found a fact the author had stated
+    before reused it, and undoing that correction deleted it, with the author's edit and
+    sharing since."""
+    archive(ConversationFactory(legacy=family.legacy, user=family.owner),
+            [("user", "Rose sang in the church choir every Sunday."),
+             ("user", "Actually it was Tuesday, not Sunday.")])
+    [first] = LegacyFact.objects.filter(user=family.owner)
+    archive(ConversationFactory(legacy=family.legacy, user=family.owner),
+            [("user", "Rose sang in the church choir every Sunday.")])
+    old = LegacyFact.objects.exclude(pk=first.pk).get(user=family.owner)
+    archive(ConversationFactory(legacy=family.legacy, user=family.owner),
+            [("user", "Actually it was Tuesday, not Sunday.")])
+    old.refresh_from_db()
+    assert old.superseded_by_id == first.pk  # found again, not made anew
+    services.fact_update(fact=first, user=family.owner,
+                         content="Rose sang in the church choir on Tuesdays.")
+    services.fact_set_visibility(fact=first, user=family.owner, visibility="shared")
+
+    response = api_client_for(family.owner).post(f"/api/ai/facts/{first.pk}/undo-correction")
+
+    assert response.status_code == 200
+    assert response.json()["removed_fact_id"] is None
+    assert [f["id"] for f in response.json()["restored"]] == [str(old.pk)]
+    first.refresh_from_db()
+    assert (first.content, first.visibility, first.superseded_by_id) == (
+        "Rose sang in the church choir on Tuesdays.", "shared", None)
+    assert current_contents(family.legacy, family.owner) == [
+        "Rose sang in the church choir every Sunday.", "Rose sang in the church choir on Tuesdays."]
+    # A correction made anew is still deleted by its undo.
+    archive(ConversationFactory(legacy=family.legacy, user=family.owner),
+            [("user", "Actually it was Friday, not Sunday.")])
+    made = LegacyFact.objects.get(user=family.owner, content__contains="Friday")
+    assert made.created_as_correction
+    assert services.fact_correction_undo(fact=made, user=family.owner).removed
+    assert not LegacyFact.objects.filter(pk=made.pk).exists()
 
 
 def test_a_correction_in_the_same_batch_files_only_the_corrected_fact(family):
