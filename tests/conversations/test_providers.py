@@ -346,6 +346,17 @@ def test_chat_with_tool_calls(openai_provider, openai_server):
     assert openai_server.calls()[0].body["tools"][0]["function"]["name"] == "remember"
 
 
+def test_chat_joins_text_parts_and_leaves_other_parts_out(openai_provider, openai_server):
+    openai_server.chat_message({"role": "assistant", "content": [
+        {"type": "text", "text": "Rose "}, {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "sang."},
+    ], "tool_calls": [{"id": "call_0", "type": "function",
+                       "function": {"name": "remember", "arguments": ""}}]})
+    reply = openai_provider.chat(messages=[{"role": "user", "content": "hi"}], tools=[])
+    assert reply.content == "Rose sang."
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("call_0", "remember", "{}")]
+
+
 def test_embeddings_through_the_fake_server(settings, openai_server):
     settings.EMBEDDING_PROVIDER = "openai"
     settings.EMBEDDING_BASE_URL = openai_server.base_url

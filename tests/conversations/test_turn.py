@@ -268,6 +268,77 @@ def test_a_provider_failure_keeps_the_user_message_and_a_retry_does_not_duplicat
     assert [m["role"] for m in last.messages[-3:]] == ["user", "assistant", "tool"]
 
 
+def test_a_reply_in_text_parts_is_joined(owner_client, conversation, openai_llm):
+    openai_llm.chat_message({"role": "assistant", "content": [
+        {"type": "text", "text": "Anna is "}, {"type": "text", "text": "your sister."},
+    ]})
+
+    response = owner_client.post(_url(conversation), {"content": "Who is Anna?"}, format="json")
+
+    assert response.status_code == 201
+    assert response.json()["reply"] == "Anna is your sister."
+    assert Message.objects.get(conversation=conversation, role="assistant").content \
+        == "Anna is your sister."
+
+
+def _tool_call(call_id, name, arguments):
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}},
+    ]}
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": 42},
+    {"role": "assistant", "content": {"text": "Hello"}},
+    {"role": "assistant", "content": [{"type": "text", "text": 7}]},
+    _tool_call(None, "add_to_memory", json.dumps({"content": "Anna is the user's sister"})),
+    _tool_call("call_0", None, json.dumps({"content": "Anna is the user's sister"})),
+    _tool_call("call_0", "add_to_memory", 42),
+], ids=["int content", "object content", "int text part", "null call id", "null tool name",
+        "int arguments"])
+def test_a_malformed_chat_answer_is_a_provider_error_and_the_retry_is_safe(
+    family, owner_client, conversation, openai_llm, message
+):
+    openai_llm.chat_message(message)
+    headers = {"HTTP_IDEMPOTENCY_KEY": "k-7"}
+
+    failed = owner_client.post(_url(conversation), {"content": "Anna is my sister"},
+                               format="json", **headers)
+
+    assert failed.status_code == 502
+    assert failed.json()["code"] == "provider_error"
+    assert "Your message was saved as #0" in failed.json()["detail"]
+    assert list(Message.objects.filter(conversation=conversation).values_list("role", flat=True)) \
+        == ["user"]
+    assert not AgentMemory.objects.filter(user=family.owner).exists()
+
+    openai_llm.chat_text("Tell me about Anna.")
+    retried = owner_client.post(_url(conversation), {"content": "Anna is my sister"},
+                                format="json", **headers)
+
+    assert retried.status_code == 201
+    assert list(Message.objects.filter(conversation=conversation).values_list("role", flat=True)) \
+        == ["user", "assistant"]
+
+
+def test_tool_call_arguments_sent_as_an_object_are_used(family, owner_client, conversation,
+                                                        openai_llm):
+    arguments = {"content": "Anna is the user's sister", "category": "person", "subject": "Anna"}
+    openai_llm.chat_message(_tool_call("call_0", "add_to_memory", arguments),
+                            finish_reason="tool_calls")
+    openai_llm.chat_text("I'll remember that Anna is your sister.")
+
+    response = owner_client.post(_url(conversation), {"content": "Remember: Anna is my sister"},
+                                 format="json")
+
+    assert response.status_code == 201
+    assert AgentMemory.objects.get(user=family.owner).subject == "Anna"
+    tool = Message.objects.get(conversation=conversation, role="tool")
+    assert json.loads(tool.metadata["arguments"]) == arguments
+    replayed = openai_llm.calls("chat")[1].messages[-2]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(replayed) == arguments
+
+
 @pytest.mark.parametrize("who", ["anon", "stranger", "other_member", "member"])
 def test_only_the_owner_of_the_conversation_may_run_a_turn(family, conversation, who):
     client = api_client_for(None if who == "anon" else getattr(family, who))

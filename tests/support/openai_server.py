@@ -4,6 +4,7 @@
     server.chat_json({"summary": "…", "facts": []})   # next /v1/chat/completions answer
     server.error(500)                            # then a 500 (any endpoint)
     server.chat_tool_calls([("remember", {"subject": "x"})])
+    server.chat_message({"role": "assistant", "content": [{"type": "text", "text": "…"}]})
     server.embeddings([[0.1, …]])                # next /v1/embeddings answer
     settings.LLM_BASE_URL = server.base_url      # "http://127.0.0.1:<port>/v1"
     server.requests                              # what the client sent, in order
@@ -118,6 +119,12 @@ class FakeOpenAIServer:
 
     def chat_json(self, data: Any, *, delay: float = 0.0) -> "FakeOpenAIServer":
         return self.chat_text(json.dumps(data), delay=delay)
+
+    def chat_message(self, message: dict[str, Any], *,
+                     finish_reason: str = "stop") -> "FakeOpenAIServer":
+        """The next chat answer is `message` as given: any shape a server might send."""
+        body = _completion(message, finish_reason)
+        return self.push("chat", Scripted(body=json.dumps(body).encode()))
 
     def chat_tool_calls(self, calls: list[tuple[str, dict[str, Any]]],
                         content: str | None = None, *, delay: float = 0.0) -> "FakeOpenAIServer":

@@ -222,21 +222,74 @@ class OpenAILLM:
         )
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        """One chat completion; an answer of another shape than chat_reply accepts is
+        LLMOutputError, which a turn reports as provider_error."""
         kwargs: dict[str, Any] = {"messages": messages}
         if tools:
             kwargs["tools"] = tools
         response = self._with_retries(lambda: self._request(**kwargs))
         try:
             message = response.choices[0].message
-        except (IndexError, AttributeError) as exc:
+        except (IndexError, AttributeError, TypeError) as exc:
             raise LLMOutputError(f"LLM returned no choices: {exc}") from exc
-        # Tool calls are stored with the turn: PostgreSQL text cannot hold NUL characters.
-        calls = [
-            ToolCall(
-                id=c.id.replace("\x00", ""),
-                name=c.function.name.replace("\x00", ""),
-                arguments=(c.function.arguments or "{}").replace("\x00", ""),
-            )
-            for c in (message.tool_calls or [])
-        ]
-        return ChatReply(content=message.content or "", tool_calls=calls)
+        return chat_reply(message)
+
+
+def chat_reply(message: Any) -> ChatReply:
+    """The SDK's assistant message as a ChatReply, or LLMOutputError. The SDK does not validate
+    what the server sent, so the shapes are checked here:
+
+    - `content` is a string, null (no text) or a list of parts, whose `text` parts are joined
+      (other part types, such as a refusal or an image, are left out); anything else is an error.
+    - a tool call needs a string `id` and `function.name`: a call without them cannot be run
+      nor answered, so the whole answer is refused rather than the call skipped (the model would
+      be told nothing of it). `function.arguments` is JSON text, an object (serialized with
+      json.dumps) or null (`{}`).
+    """
+    if message is None:
+        raise LLMOutputError("LLM returned a choice without a message")
+    tool_calls = getattr(message, "tool_calls", None) or []
+    if not isinstance(tool_calls, list):
+        raise LLMOutputError("'tool_calls' must be a list")
+    # Tool calls are stored with the turn: PostgreSQL text cannot hold NUL characters.
+    calls = [
+        ToolCall(id=call_id.replace("\x00", ""), name=name.replace("\x00", ""),
+                 arguments=arguments.replace("\x00", ""))
+        for call_id, name, arguments in map(_tool_call, tool_calls)
+    ]
+    return ChatReply(content=_content(getattr(message, "content", None)), tool_calls=calls)
+
+
+def _content(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise LLMOutputError(
+            f"'content' must be text or a list of parts, not {type(content).__name__}"
+        )
+    texts = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise LLMOutputError("a part of 'content' must be an object")
+        if part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise LLMOutputError("a text part of 'content' must have a string 'text'")
+            texts.append(part["text"])
+    return "".join(texts)
+
+
+def _tool_call(call: Any) -> tuple[str, str, str]:
+    """A tool call's id, name and JSON arguments, or LLMOutputError."""
+    function = getattr(call, "function", None)
+    call_id = getattr(call, "id", None)
+    name = getattr(function, "name", None)
+    arguments = getattr(function, "arguments", None)
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise LLMOutputError("a tool call needs a string 'id' and 'function.name'")
+    if isinstance(arguments, dict):
+        arguments = json.dumps(arguments)
+    elif arguments is None:
+        arguments = ""
+    if not isinstance(arguments, str):
+        raise LLMOutputError("a tool call's 'function.arguments' must be JSON text or an object")
+    return call_id, name, arguments or "{}"
