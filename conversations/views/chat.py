@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -120,8 +121,11 @@ def chat_end(request: HttpRequest, conversation_id: str) -> HttpResponse:
         user=request.user, conversation_id=conversation_id
     )
     services.conversation_close(conversation=conversation)
-    flash.success(request, "Conversation ended: what was said is being filed as facts and "
-                           "summaries; they appear on the legacy's page in a few seconds.")
+    flash.success(request, format_html(
+        "Conversation ended: what was said is being filed as facts and summaries. In a few "
+        "seconds its facts appear on <a href=\"{}\">{}'s facts page</a>.",
+        reverse("facts:legacy_facts", args=[conversation.legacy_id]), conversation.legacy.name,
+    ))
     target = f"{reverse('conversations:chat')}?legacy={conversation.legacy_id}"
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
 

@@ -140,5 +140,5 @@ def test_a_newcomer_creates_a_legacy_and_becomes_its_owner(browser, live_server,
 
     page.get_by_role("link", name="My legacies").first.click()
     expect(page.get_by_role("link", name="Grandpa Joe", exact=True)).to_be_visible()
-    expect(page.get_by_text("You are owner · 1 member")).to_be_visible()
+    expect(page.get_by_text("You are an owner · 1 member")).to_be_visible()
     expect(page.get_by_role("heading", name="Create a legacy")).to_be_visible()

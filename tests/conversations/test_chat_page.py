@@ -1,6 +1,8 @@
 """The chat page without JavaScript and with htmx: pick, start, send, see the context; /chat
 chooses the legacy when the user belongs to one only, with several the user picks."""
 
+from datetime import UTC, datetime
+
 import pytest
 from django.test import Client
 
@@ -128,6 +130,19 @@ def test_a_member_of_one_legacy_lands_on_its_chat(family):
     assert "Start a new conversation" in html
 
 
+def test_the_list_counts_messages_in_words_and_dates_like_the_other_pages(family):
+    one = ConversationFactory(user=family.member, legacy=family.legacy, title="One")
+    two = ConversationFactory(user=family.member, legacy=family.legacy, title="Two")
+    Conversation.objects.filter(pk=one.pk).update(
+        message_count=1, created_at=datetime(2026, 11, 25, 9, 5, tzinfo=UTC))
+    Conversation.objects.filter(pk=two.pk).update(
+        message_count=2, created_at=datetime(2026, 11, 24, 18, 30, tzinfo=UTC))
+    html = _signed_in(family.member).get("/chat").content.decode()
+    assert "1 message · <time" in html and "1 messages" not in html
+    assert "2 messages · <time" in html
+    assert '<time datetime="2026-11-25T09:05:00+00:00">25 Nov 2026, 09:05</time>' in html
+
+
 def test_a_member_of_two_legacies_chooses_first(family):
     MembershipFactory(legacy=family.other_legacy, user=family.member)
     response = _signed_in(family.member).get("/chat")
@@ -156,6 +171,10 @@ def test_ending_a_conversation_closes_it_and_archives_what_was_said(
 
     assert response.status_code == 302
     assert response["Location"] == f"/chat?legacy={family.legacy.pk}"
+    # Where the facts will be: the legacy's facts page, linked.
+    link = f"<a href=\"/legacies/{family.legacy.pk}/facts\">Rose Whitfield's facts page</a>"
+    assert f"In a few seconds its facts appear on {link}." in browser.get(
+        response["Location"]).content.decode()
     conversation.refresh_from_db()
     assert conversation.status == "shutdown_clean" and conversation.closed_at is not None
     assert conversation.chunks.exists()  # the job archived the tail

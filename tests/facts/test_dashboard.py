@@ -87,8 +87,16 @@ def test_facts_page_shows_mine_grouped_and_others_shared_read_only(family, facts
     # Others' shared fact: author named, no controls.
     theirs_id = facts["theirs_shared"].pk
     theirs = re.search(rf'<li class="fact is-shared" id="fact-{theirs_id}">.*?</li>', html, re.S)[0]
-    assert '<strong class="author">member</strong>' in theirs
+    assert (
+        '<span class="fact-origin">by <strong class="author">member</strong></span>'
+    ) in theirs
+    assert '<span class="badge shared">Shared with family</span>' in theirs
     assert "Edit" not in theirs and "Delete" not in theirs
+    # My fact says whether it is shared once: by its switch, not by a badge as well.
+    mine_id = facts["mine_private"].pk
+    mine = re.search(rf'<li class="fact" id="fact-{mine_id}">.*?</li>', html, re.S)[0]
+    assert re.findall(r">\s*(Private|Shared)\s*<", mine) == ["Private"]
+    assert 'role="switch" aria-checked="false"' in mine
     # Where my fact came from: the transcript, scrolled to its range.
     conversation_id = facts["mine_private"].source_conversation_id
     assert (
@@ -202,6 +210,19 @@ def test_toggle_with_an_invalid_value_shows_an_inline_error(family, facts, page)
     assert response.status_code == 200
     assert '<p class="error" role="alert">Must be private or shared.</p>' in response.content.decode()
     assert _snapshot() == before
+
+
+def test_fact_text_boxes_allow_what_the_server_accepts(family, facts, page, settings):
+    settings.FACT_MAX_CHARS = 420
+    client = _signed_in(family.owner)
+    fact = facts["mine_private"]
+    for html in (
+        client.get(page).content.decode(),
+        client.get(f"/facts/{fact.pk}/edit").content.decode(),
+        client.get(f"/facts/{fact.pk}/edit", **HTMX).content.decode(),
+    ):
+        boxes = re.findall(r'<textarea name="content"[^>]*>', html)
+        assert boxes == ['<textarea name="content" rows="2" maxlength="420">']
 
 
 # --- Edit ----------------------------------------------------------------------------------

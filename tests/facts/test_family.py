@@ -262,6 +262,11 @@ def test_the_last_member_cannot_leave(family):
     html = page.content.decode()
     assert "You are the only member of Walter Brandt, so you cannot leave it" in html
     assert "erase your data instead" in html
+    # What a dashboard user can do here is linked; the API is only for integrations.
+    assert f'<a href="/legacies/{alone.pk}#invite-heading">Invite someone from the family</a>' in html
+    assert f'<a href="/legacies/{alone.pk}/facts">your facts</a>' in html
+    assert f'<a href="/legacies/{alone.pk}/conversations">your conversations</a>' in html
+    assert "(for integrations: <code>DELETE /api/me/data</code>)" in html
     assert 'name="confirm"' not in html
     before = _state()
     response = _post(client, _leave(alone), {"confirm": "on"}, token_from=_detail(alone))

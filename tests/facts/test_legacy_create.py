@@ -57,6 +57,11 @@ def test_the_form_is_there_beside_the_legacies_one_has(family):
     assert '<h2 id="create-legacy-heading">Create a legacy</h2>' in html
 
 
+def test_the_list_says_ones_role_in_each_legacy(family):
+    assert "You are an owner · 2 members" in _text(signed_in(family.owner).get("/"))
+    assert "You are a member · 2 members" in _text(signed_in(family.member).get("/"))
+
+
 def test_creating_a_legacy_makes_one_its_owner_and_lands_on_its_page(newcomer):
     client = signed_in(newcomer)
     response = client.post(
@@ -78,7 +83,7 @@ def test_creating_a_legacy_makes_one_its_owner_and_lands_on_its_page(newcomer):
     ) in page.content.decode()
     assert "Send invitation" in page.content.decode()
     listed = _text(client.get("/"))
-    assert "Grandpa Joe" in listed and "You are owner · 1 member" in listed
+    assert "Grandpa Joe" in listed and "You are an owner · 1 member" in listed
 
 
 def test_a_member_of_other_legacies_creates_another_and_the_others_are_untouched(family):
