@@ -99,7 +99,7 @@ def _clean_content(content: object, errors: dict[str, list[str]]) -> str:
     if not isinstance(content, str):
         errors["content"] = ["This field is required and must be text."]
         return ""
-    text = " ".join(content.split())
+    text = visible_text(content)  # stored as a reader sees it: its length is what they see
     if not low <= len(text) <= high:
         errors["content"] = [f"Must be {low}–{high} characters (got {len(text)})."]
     elif has_nul(text):
@@ -439,10 +439,10 @@ def _clean_place_text(value: object, field: str, errors: dict[str, list[str]], *
                       required: bool, max_chars: int) -> str:
     if value is None and not required:
         return ""
-    if not isinstance(value, str) or (required and not value.strip()):
+    text = visible_text(value) if isinstance(value, str) else ""
+    if not isinstance(value, str) or (required and not text):
         errors[field] = ["This field is required and must be text."]
         return ""
-    text = " ".join(value.split())
     if len(text) > max_chars:
         errors[field] = [f"At most {max_chars} characters."]
     elif has_nul(text):

@@ -20,7 +20,13 @@ from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.language.attributes import contradiction
 from memory_site.core.locks import LockNamespace
 from memory_site.core.sql import quoted_table
-from memory_site.core.text import NUL_MESSAGE, has_nul, reject_nul
+from memory_site.core.text import (
+    NUL_MESSAGE,
+    comparison_key,
+    has_nul,
+    reject_nul,
+    visible_text,
+)
 
 LEGACY_NAME_MAX_CHARS = 200
 INVITATION_USERNAME_MAX_CHARS = 150
@@ -28,7 +34,7 @@ INVITATION_USERNAME_MAX_CHARS = 150
 
 def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
     """Create a legacy; its creator becomes its owner."""
-    name = (name or "").strip()
+    name = visible_text(name)
     if not name:
         raise ValidationError({"name": ["A legacy needs a name."]})
     if len(name) > LEGACY_NAME_MAX_CHARS:
@@ -378,8 +384,9 @@ def invitation_withdraw(
 
 
 def normalize_fact_text(content: str) -> str:
-    """Lowercase, punctuation dropped, whitespace folded: the key of exact duplicates."""
-    return " ".join(re.sub(r"[^\w\s]", " ", content.lower()).split())
+    """The key of exact duplicates: the text in comparison_key's form (case, full-width letters
+    and invisible characters make no other text), punctuation dropped, whitespace folded."""
+    return " ".join(re.sub(r"[^\w\s]", " ", comparison_key(content)).split())
 
 
 # What a person adding a fact they already have is told (the facts page and the API).
@@ -387,7 +394,9 @@ DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
 
 
 def _fold_whitespace(content: str) -> str:
-    return " ".join(content.split())
+    """A fact as it is stored: as a reader sees it (visible_text), so that its length is what
+    they see and no fact is blank but for invisible characters."""
+    return visible_text(content)
 
 
 def _validate_fact_fields(

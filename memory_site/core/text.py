@@ -69,7 +69,7 @@ ESCAPED_LESS_THAN = "&lt;"
 # (zero-width spaces and joiners, word joiner, BOM, soft hyphen, bidi controls) and the
 # invisible combining/filler marks. They are dropped from fenced text.
 _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f"
                         "\ufeff\uffa0\U000e0000-\U000e0fff]")
 
 

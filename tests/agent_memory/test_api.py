@@ -142,6 +142,7 @@ def test_a_subject_i_already_have_is_a_409_with_that_memory(client):
 @pytest.mark.parametrize("subject", [
     " rose ", "ROSE", "\uff32\uff4f\uff53\uff45",  # full-width "Ｒｏｓｅ"
     "Rose\u200b", "R\u200dose", "\u2060Ro\u00adse\ufeff", "Ro\u034fse", "ROſE",  # ſ: long s
+    "Rose\u2800",  # a blank Braille pattern
 ])
 def test_a_subject_that_reads_the_same_is_a_409_with_that_memory(client, subject):
     memory = _create(client, content="Rose is the user's grandmother", category="person",
@@ -182,6 +183,16 @@ def test_a_subject_is_stored_as_a_reader_sees_it(client):
     for invisible in ("\u200b\u200d", "\ufeff \u2060"):
         blank = _create(client, content="Some memory", category="context", subject=invisible)
         assert blank["subject"] is None
+
+
+def test_a_memory_of_only_invisible_characters_is_refused(client):
+    before = _counts()
+    for content in ("\u200b" * 5, "\u2800" * 5, "\u3164\u115f\u1160\u034f\u200d"):
+        response = client.post("/api/memory", {"content": content, "category": "context"},
+                               format="json")
+        assert response.status_code == 400
+        assert "content" in response.json()["errors"]
+    assert _counts() == before
 
 
 def test_subjects_written_before_are_stored_as_seen_by_the_migration(alice):

@@ -198,6 +198,33 @@ def test_adding_a_duplicate_of_mine_writes_nothing_and_says_so(family, facts, ow
     assert _snapshot() == before
 
 
+@pytest.mark.parametrize("content", [
+    "\uff53he kept BEES behind the barn",  # a full-width s
+    "she kept be\u200bes be\u200dhind the barn",
+])
+def test_a_duplicate_is_found_whatever_a_reader_cannot_see(family, facts, owner_client, content):
+    before = _snapshot()
+    response = owner_client.post(f"/api/ai/legacies/{family.legacy.pk}/facts",
+                                 {"category": "other", "content": content}, format="json")
+    assert (response.status_code, response.json()["duplicate"]) == (200, True)
+    assert _snapshot() == before
+
+
+def test_a_fact_of_only_invisible_characters_is_refused(family, facts, owner_client):
+    before = _snapshot()
+    for content in ("\u200b\u200b\u200b\u200b", "\u3164\u3164\u3164", "\u2800\u2800\u2800"):
+        response = owner_client.post(f"/api/ai/legacies/{family.legacy.pk}/facts",
+                                     {"category": "other", "content": content,
+                                      "visibility": "shared"}, format="json")
+        assert response.status_code == 400
+        assert "content" in response.json()["errors"]
+    assert _snapshot() == before
+    stored = owner_client.post(f"/api/ai/legacies/{family.legacy.pk}/facts",
+                               {"category": "other", "content": "She kept\u200b hens."},
+                               format="json")
+    assert (stored.status_code, stored.json()["content"]) == (201, "She kept hens.")
+
+
 def test_a_fact_that_duplicates_someone_else_is_still_mine_to_add(family, facts, owner_client):
     response = owner_client.post(
         f"/api/ai/legacies/{family.legacy.pk}/facts",

@@ -107,6 +107,7 @@ def test_a_member_of_other_legacies_creates_another_and_the_others_are_untouched
     [
         ("", "A legacy needs a name."),
         ("   ", "A legacy needs a name."),
+        ("\u200b\u2060\u2800", "A legacy needs a name."),  # only what no one sees
         ("R" * 201, "At most 200 characters."),
         ("Rose\x00Whitfield", "Null characters are not allowed."),
     ],
