@@ -336,6 +336,22 @@ def test_marked_corrections_of_ordinals_and_said_before():
         == [("Rose married in 1962.", "f1")]
 
 
+def test_a_corrected_day_of_the_week_keeps_the_number_the_fact_said_it_in():
+    """Found by a new-user walkthrough: "every Sunday" corrected by "it was Tuesdays, not
+    Sundays" was filed as "every Tuesdays"."""
+    assert facts_of("Rose sang in the church choir every Sunday.",
+                    "Actually it was Tuesdays, not Sundays.") == [
+        "Rose sang in the church choir every Tuesday."]
+    assert facts_of("Rose played the piano every Sunday.", "No wait, it was Tuesdays.") == [
+        "Rose played the piano every Tuesday."]
+    assert corrected("Actually it was Tuesdays, not Sundays.",
+                     known=("Rose sang in the church choir every Sunday.",)) == [
+        ("Rose sang in the church choir every Tuesday.", "f1")]
+    assert corrected("Actually it was Tuesday, not Sunday.",
+                     known=("Rose sang in the church choir on Sundays.",)) == [
+        ("Rose sang in the church choir on Tuesdays.", "f1")]
+
+
 def test_a_correction_that_matches_nothing_files_no_fragment_and_touches_no_fact():
     known = ("Rose loved dahlias.",)
     assert corrected("Actually it was 1985.", known=known) == []

@@ -825,6 +825,21 @@ def _full_year(old: str, new: str) -> str:
     return old
 
 
+_WEEKDAY = re.compile(
+    r"(?P<day>(?:mon|tues|wednes|thurs|fri|satur|sun)day)(?P<plural>s?)", re.IGNORECASE
+)
+
+
+def _in_number_of(new: str, target: str) -> str:
+    """`new` put in place of `target` with the number `target` has, for days of the week: "every
+    Sunday" corrected by "it was Tuesdays" is "every Tuesday", "on Sundays" by "Tuesday" is "on
+    Tuesdays"."""
+    day, said = _WEEKDAY.fullmatch(new), _WEEKDAY.fullmatch(target)
+    if day is None or said is None:
+        return new
+    return day.group("day") + said.group("plural")
+
+
 def _apply_correction(found: _BatchFacts, body: str) -> bool:
     """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
     kind in the most recent fact that has one. Returns whether a fact changed."""
@@ -845,7 +860,8 @@ def _apply_correction(found: _BatchFacts, body: str) -> bool:
             targets = [t for t in targets if t and t != display_name(content)]
             if targets:
                 target = targets[-1]
-                updated = re.sub(rf"\b{re.escape(target)}\b", new, content, count=1)
+                updated = re.sub(rf"\b{re.escape(target)}\b", _in_number_of(new, target),
+                                 content, count=1)
                 found.put(ExtractedFact(category=fact.category, content=updated), index)
                 return True
     return False
@@ -946,7 +962,7 @@ def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> st
         new_text and old.count(old_text) == 1
         and _statement_words(new) - _statement_words(new_text) <= _statement_words(old)
     ):
-        return old.replace(old_text, new_text, 1)
+        return old.replace(old_text, _in_number_of(new_text, old_text), 1)
     return new
 
 
@@ -1082,7 +1098,7 @@ class _KnownFacts:
         else:
             return None
         fact, target = chosen
-        updated = fact.content.replace(target, new, 1)
+        updated = fact.content.replace(target, _in_number_of(new, target), 1)
         return ExtractedFact(category=categorize(updated), content=updated, supersedes=fact.ref)
 
 
