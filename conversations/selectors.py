@@ -552,15 +552,22 @@ def _lexemes(expression: str) -> Func:
     )
 
 
+_VALUE_WORD = re.compile(r"\b(?:[A-Z][a-z]+|\d+)\b")
+
+
 def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
-    """The one message of the author's in the source range that the fact was taken from: the
+    """The message(s) of the author's in the source range that the fact was taken from: the
     user message sharing the most words with the fact (stemmed, stopwords and the words of the
     legacy's name left out, since every message about the person shares those), the earliest
     on a tie, and only if it shares at least half of the fact's words. None otherwise: the
     fact was reworded or edited since, or its words are too common to point at one message.
+    When the fact states a value that message does not (a name, a day, a number: a
+    correction, "every Sunday" and then "Actually it was Tuesdays, not Sundays"), the user
+    message of the range that says most of those values (the latest on a tie) is shown with
+    it, so that the page does not show only the value the fact replaced.
 
-    What a fellow member sees of the source: never more than one message of a conversation
-    that stays its author's, and never the agent's replies."""
+    What a fellow member sees of the source: at most those two messages of a conversation that
+    stays its author's, and never the agent's replies."""
     words, names = (
         LegacyFact.objects.filter(pk=fact.pk)
         .annotate(words=_lexemes("content"), names=_lexemes("legacy__name"))
@@ -578,7 +585,19 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     best = max(scored, key=lambda pair: (pair[0], -pair[1].sequence), default=None)
     if best is None or best[0] < needed:
         return []
-    return [best[1]]
+    # The values of the fact (capitalised words after its first, numbers) that the best
+    # message lacks; a lexeme is its word's stem, so it starts the word.
+    values = {word.lower() for word in _VALUE_WORD.findall(fact.content.split(" ", 1)[-1])}
+    missing = {
+        lexeme for lexeme in wanted - set(best[1].words)
+        if any(value.startswith(lexeme) for value in values)
+    }
+    rest = [(len(missing & set(message.words)), message) for _, message in scored
+            if message.pk != best[1].pk]
+    completing = max(rest, key=lambda pair: (pair[0], pair[1].sequence), default=None)
+    if not missing or completing is None or completing[0] == 0:
+        return [best[1]]
+    return sorted([best[1], completing[1]], key=lambda message: message.sequence)
 
 
 def fact_source_for_viewer(*, fact: LegacyFact, user: AbstractBaseUser) -> list[Message]:

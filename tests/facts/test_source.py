@@ -147,6 +147,21 @@ def test_the_facts_stemmed_words_choose_one_message_the_earliest_on_a_tie(family
     assert "Mum loved her peony beds by the porch." in html
 
 
+def test_a_corrected_value_shows_the_correction_too(family, conversation):
+    """Found by a new-user walkthrough: a family member opening the source of "… every
+    Tuesday" saw only "… every Sunday.", the message the correction replaced."""
+    for sequence, content in enumerate(
+        ["Rose sang in the church choir every Sunday.", "Actually it was Tuesdays, not Sundays.",
+         "She loved the hymns."], start=20,
+    ):
+        MessageFactory(conversation=conversation, sequence=sequence, role="user", content=content)
+    fact = _fact(family, conversation, "shared", "Rose sang in the church choir every Tuesday.")
+    LegacyFact.objects.filter(pk=fact.pk).update(source_range_start=20, source_range_end=23)
+    html = _client(family.member).get(_source_url(fact)).content.decode()
+    assert html.index("every Sunday.") < html.index("Actually it was Tuesdays, not Sundays.")
+    assert "hymns" not in html
+
+
 def test_a_common_word_shows_at_most_one_message_and_a_weak_match_none(family, conversation):
     for sequence, content in enumerate(
         ["Rose was kind to the neighbours.", "The kind of day I hate: rain.",
