@@ -20,7 +20,7 @@ from typing import Any
 
 from agent_memory.models import AgentMemory, Place
 from conversations.models import Conversation, ConversationMemory
-from conversations.retrieval import SearchHit
+from conversations.retrieval import SearchHit, message_range_label
 from facts.models import LegacyFact
 from facts.selectors import fact_label
 from memory_site.core.text import escape_tags, fence_line
@@ -220,8 +220,7 @@ def retrieved_section(
         ),
         lines=[
             Line(
-                f"- [{hit.created_at:%Y-%m-%d}, messages {hit.message_range_start}-"
-                f"{hit.message_range_end - 1}] {fence(hit.content)}"
+                f"- [{hit.created_at:%Y-%m-%d}, {hit.range_label}] {fence(hit.content)}"
                 + "".join(f" (corrected later: {fence(note)})"
                           for note in corrections.get(hit.id, [])),
                 hit,
@@ -239,8 +238,9 @@ def summary_section(summary: ConversationMemory | None) -> Section:
     return Section(
         name="rolling_summary",
         head=(
-            f"Summary of this conversation so far (messages {summary.start_sequence}-"
-            f"{summary.end_sequence}; the messages after it follow):\n<{SUMMARY_FENCE}>"
+            "Summary of this conversation so far ("
+            f"{message_range_label(summary.start_sequence, summary.end_sequence + 1)}; the "
+            f"messages after it follow):\n<{SUMMARY_FENCE}>"
         ),
         lines=[Line(fence(summary.memory_text), summary)],
         tail=f"</{SUMMARY_FENCE}>",

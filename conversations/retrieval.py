@@ -39,6 +39,7 @@ from conversations.models import (
 )
 from facts.models import Legacy
 from memory_site.core.ai import EmbeddingError, truncate_to_tokens
+from memory_site.core.language.sentences import split_sentences
 from memory_site.core.sql import json_column, prepared_cursor, prepares_statements, quoted_table
 from memory_site.core.text import NUL_MESSAGE, has_nul
 
@@ -55,6 +56,12 @@ class HitMessage:
     sequence: int
     role: str
     content: str
+
+
+def message_range_label(start: int, end: int) -> str:
+    """An end-exclusive range of message sequences as the prompt names it: "message 4" for
+    one message, "messages 4–7" (4 to 7, as the pages write it) for more."""
+    return f"message {start}" if end - start <= 1 else f"messages {start}–{end - 1}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,10 @@ class SearchHit:
     summary: str = ""  # the summaries of the chunks in the place
     messages: tuple[HitMessage, ...] = ()  # the messages shown, in sequence order
     unit_ids: tuple[str, ...] = ()  # every unit merged into the place, best first
+
+    @property
+    def range_label(self) -> str:
+        return message_range_label(self.message_range_start, self.message_range_end)
 
 
 @dataclass(frozen=True)
@@ -933,9 +944,28 @@ def render_place(summary: str, messages: list[HitMessage]) -> str:
     return "\n".join(lines)
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _unsaid(summary: str, messages: list[HitMessage]) -> str:
+    """A chunk's summary less the sentences that a message shown beside it says word for word.
+
+    The offline summary is extractive (the user's own sentences), so a chunk and a message of
+    its range merged into one place would otherwise show the same sentence twice ("Walter sang
+    in the choir." then "user: Walter sang in the choir."); the message, with its role, stays.
+    A summary none of whose sentences is repeated is kept as it was written."""
+    said = "\n".join(_folded(message.content) for message in messages)
+    if not summary or not said:
+        return summary
+    sentences = split_sentences(summary)
+    kept = [sentence for sentence in sentences if not re.search(
+        rf"(?<!\w){re.escape(_folded(sentence))}(?!\w)", said)]
+    return summary if len(kept) == len(sentences) else " ".join(kept)
+
+
 def _hit(place: _Place, texts: _Texts) -> SearchHit:
     best = place.units[0]
-    summary = "\n".join(texts.chunks.get(u.id, "") for u in place.units if u.kind == "chunk")
     messages = []
     for sequence in sorted(place.shown):
         found = texts.messages.get((place.conversation_id, sequence))
@@ -945,6 +975,9 @@ def _hit(place: _Place, texts: _Texts) -> SearchHit:
         if sequence not in place.matched:
             content = truncate_to_tokens(content, settings.SEARCH_NEIGHBOUR_MAX_TOKENS)
         messages.append(HitMessage(sequence=sequence, role=role, content=content))
+    summary = "\n".join(part for part in (
+        _unsaid(texts.chunks.get(u.id, ""), messages) for u in place.units if u.kind == "chunk"
+    ) if part)
     return SearchHit(
         kind=best.kind, id=best.id, content=render_place(summary, messages),
         score=round(best.score, 6), conversation_id=place.conversation_id,

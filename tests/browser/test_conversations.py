@@ -90,12 +90,12 @@ def test_search_in_place_then_delete_with_confirmation(browser, live_server, fam
     expect(hits.get_by_role("link", name=re.compile(r"^messages 0–\d+ \(summary\)$"))
            ).to_be_visible()
     # A message hit is the message with its neighbours (docs/agent-side.md, "Retrieval").
-    hit = hits.get_by_role("link", name=re.compile(r"^messages? #\d+(–\d+)?$")).first
+    hit = hits.get_by_role("link", name=re.compile(r"^(?:message \d+|messages \d+–\d+)$")).first
     save_screenshot(page, "conversations-page.png")
 
     # A hit opens the transcript at its place, highlighted.
     first, _, last = hit.inner_text().removeprefix("messages ").removeprefix("message ")\
-        .removeprefix("#").partition("–")
+        .partition("–")
     hit.click()
     expect(page.get_by_role("heading", name="Summers at the lake")).to_be_visible()
     expect(page.locator(f"#m-{first}")).to_have_class(re.compile(r"\bin-range\b"))

@@ -10,10 +10,11 @@ from django.utils import timezone
 from agent_memory import services
 from agent_memory.models import AgentMemory
 from agent_memory.services import memory_create, place_add
+from agent_memory.tools import tool_definitions
 from conversations.context import build_context, total_tokens
 from conversations.prompt import DATETIME_PREFIX
-from conversations.services import message_append
-from memory_site.core.ai import count_tokens
+from conversations.services import conversation_close, message_append
+from memory_site.core.ai import count_tokens, get_llm
 from tests.factories import (
     ConversationFactory,
     ConversationMemoryFactory,
@@ -120,6 +121,41 @@ def test_retrieval_uses_only_other_conversations_and_top_k(rich, settings):
     assert [hit.conversation_id for hit in packet.retrieved] != []
     assert all(hit.conversation_id != rich.pk for hit in packet.retrieved)
     assert len(packet.retrieved) <= settings.CONTEXT_RETRIEVAL_TOP_K
+
+
+
+def test_the_retrieved_ranges_and_the_summary_range_are_labelled_alike(rich):
+    prompt = build_context(conversation=rich, query="lake house fishing", now=NOW).system_prompt
+
+    assert ", messages 0–19] Rose taught the grandchildren to fish at the lake house in 1972." \
+        in prompt
+    assert "Summary of this conversation so far (messages 0–7; the messages after it follow)" \
+        in prompt
+
+
+def test_an_earlier_sentence_is_quoted_once_as_one_message(
+        family, django_capture_on_commit_callbacks):
+    # The new-user walkthrough (offline providers): one sentence archived, corrected in
+    # another conversation, then asked about in a third.
+    said = "Walter sang in the church choir every Sunday."
+    walter = ConversationFactory(user=family.owner, legacy=family.legacy)
+    correction = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with django_capture_on_commit_callbacks(execute=True):
+        message_append(conversation=walter, role="user", content=said)
+        conversation_close(conversation=walter)
+        message_append(conversation=correction, role="user",
+                       content="Actually it was Tuesdays, not Sundays.")
+    now = ConversationFactory(user=family.owner, legacy=family.legacy)
+    message_append(conversation=now, role="user", content="Where did Walter sing in a choir?")
+
+    packet = build_context(conversation=now, now=NOW)
+    reply = get_llm().chat(messages=packet.chat_messages(), tools=tool_definitions())
+
+    [line] = [line for line in packet.section("retrieved").render().splitlines()
+              if "Walter sang" in line]
+    assert line.endswith(f", message 0] user: {said}")
+    assert f"From an earlier conversation: “user: {said}”." in reply.content
+    assert reply.content.count("Walter sang") == 1
 
 
 def test_same_state_gives_a_byte_identical_prefix_up_to_the_date_time_line(rich):

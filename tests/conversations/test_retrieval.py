@@ -742,6 +742,46 @@ def _archived_conversation(family, django_capture_on_commit_callbacks, said):
     return conversation
 
 
+
+def test_a_summary_sentence_a_shown_message_says_is_shown_once(
+        family, django_capture_on_commit_callbacks):
+    # The new-user walkthrough: the archive's extractive summary is the user's one sentence,
+    # and the chunk and the message are one place; the sentence was shown twice.
+    walter = "Walter sang in the church choir every Sunday."
+    conversation = _archived_conversation(family, django_capture_on_commit_callbacks,
+                                          [("user", walter)])
+    chunk = ConversationChunk.objects.get(conversation=conversation)
+    assert chunk.content == walter
+
+    [hit] = search_conversations(user=family.owner, legacy=family.legacy,
+                                 query="Walter choir", k=3).hits
+
+    assert (hit.summary, hit.content) == ("", f"user: {walter}")
+    assert str(chunk.pk) in hit.unit_ids
+    assert (hit.message_range_start, hit.message_range_end, hit.range_label) == (
+        0, 1, "message 0")
+
+
+def test_only_the_summary_sentences_no_shown_message_says_stay(family, settings):
+    settings.SEARCH_WINDOW_BEFORE = settings.SEARCH_WINDOW_AFTER = 1
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user" if i % 2 == 0 else "assistant", f"Filler {i}.")
+                                   for i in range(20)])
+    Message.objects.filter(conversation=conversation, sequence=8).update(
+        content="The cellar smelled of apples  and coal. We hid there in storms."
+    )
+    chunk_for(conversation, 0, 20,
+              "The cellar smelled of apples and coal.\nThey talked about the old house.")
+    _embed_all(conversation)
+
+    first = search_conversations(user=family.owner, legacy=family.legacy,
+                                 query="cellar apples", k=3).hits[0]
+
+    assert first.summary == "They talked about the old house."
+    assert first.content.lower().count("smelled of apples") == 1
+    assert "user: The cellar smelled of apples  and coal. We hid there in storms." in first.content
+
+
 def _filler(count):
     return [("user", f"Mom was born in Dayton in 1931, she often said, part {i}.")
             if i % 2 == 0 else ("assistant", "Thank you for telling me.") for i in range(count)]

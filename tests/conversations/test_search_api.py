@@ -41,6 +41,28 @@ def test_search_answers_hits_with_ranges_and_total(family, owner_client):
     assert hit["score"] > 0
 
 
+
+def test_a_sentence_of_the_summary_and_its_message_is_one_line_of_a_hit(
+        family, owner_client, django_capture_on_commit_callbacks):
+    said = "Walter sang in the church choir every Sunday."
+    walter = ConversationFactory(user=family.owner, legacy=family.legacy)
+    correction = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with django_capture_on_commit_callbacks(execute=True):
+        message_append(conversation=walter, role="user", content=said)
+        conversation_close(conversation=walter)
+        message_append(conversation=correction, role="user",
+                       content="Actually it was Tuesdays, not Sundays.")
+    chunk = ConversationChunk.objects.get(conversation=walter)
+
+    response = owner_client.get(_url(family.legacy.pk), {"q": "Walter church choir"})
+
+    assert response.status_code == 200
+    [hit] = [hit for hit in response.json()["results"] if hit["conversation_id"] == str(walter.pk)]
+    assert (hit["message_range_start"], hit["message_range_end"]) == (0, 1)
+    assert hit["id"] in {str(chunk.pk), str(Message.objects.get(conversation=walter).pk)}
+    assert hit["content"] == f"user: {said}"
+
+
 def test_k_defaults_to_the_setting(family, owner_client, settings):
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     for i in range(5):
