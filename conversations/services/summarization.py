@@ -357,8 +357,9 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
             logger.info("Messages %s-%s of %s are already archived", start, end, conversation.pk)
             return None
         raise
-    logger.info("Archived messages %s-%s of %s with %d facts", start, end, conversation.pk,
-                len(extraction.facts))
+    logger.info("Archived messages %s-%s of %s: %d facts extracted, %d new (the rest were "
+                "facts already held)", start, end, conversation.pk, len(extraction.facts),
+                len(fact_ids))
     return chunk
 
 
