@@ -669,6 +669,9 @@ def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
+        # A writer recording a conflict with this fact has read it: it finishes first, or its
+        # conflict's foreign key would find the fact gone (_record_conflicts).
+        _lock_conflict_checks(fact.legacy_id)
         _unlink_history([fact.pk])
         LegacyFact.objects.filter(pk=fact.pk).delete()
 
@@ -682,6 +685,8 @@ def facts_release_conversation(
     cleared by the foreign key's SET NULL). Returns how many were deleted or kept."""
     facts = LegacyFact.objects.filter(source_conversation=conversation, user=user)
     with transaction.atomic():
+        if not keep:
+            _lock_conflict_checks(conversation.legacy_id)  # as fact_delete
         if keep:
             return facts.update(
                 source_conversation=None, source_range_start=None, source_range_end=None,

@@ -244,6 +244,56 @@ def test_members_stating_contradicting_values_at_once_make_a_conflict(family, mo
     assert conflict.attribute == "married_year"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_fact_deleted_while_a_conflict_with_it_is_recorded_fails_neither(family, monkeypatch):
+    """The writer reads the other members' facts and then records a conflict with one: a
+    deletion of that fact committed in between made the conflict's insert fail its foreign key
+    (an IntegrityError: a 500, or a failed extraction job). Deletions take turns there too."""
+    theirs, _ = services.fact_create(legacy=family.legacy, user=family.member,
+                                     category="milestone", content="Rose married Henry in 1962.",
+                                     visibility="shared")
+    read, go_on = threading.Event(), threading.Event()
+    contradiction = services.contradiction
+
+    def read_then_wait(new, old, **kwargs):
+        read.set()
+        go_on.wait(timeout=10)
+        return contradiction(new, old, **kwargs)
+
+    monkeypatch.setattr(services, "contradiction", read_then_wait)
+    errors = []
+
+    def state():
+        try:
+            services.fact_create(legacy=family.legacy, user=family.owner, category="milestone",
+                                 content="Rose married Henry in 1961.", visibility="shared")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def delete():
+        try:
+            read.wait(timeout=10)
+            threading.Timer(0.5, go_on.set).start()  # the delete waits its turn, if it takes one
+            services.fact_delete(fact=theirs, user=family.member)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            go_on.set()
+            connections.close_all()
+
+    threads = [threading.Thread(target=state), threading.Thread(target=delete)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert list(LegacyFact.objects.values_list("content", flat=True)) == [
+        "Rose married Henry in 1961."]
+    assert not FactConflict.objects.exists()
+
+
 def test_a_conflict_never_reveals_a_private_fact(family, married):
     theirs, _ = services.fact_create(legacy=family.legacy, user=family.member,
                                      category="milestone", content="Rose married in 1962.")
