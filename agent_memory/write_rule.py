@@ -5,28 +5,38 @@ delete a user's memories through their own agent.
 A write tool call (add_to_memory, update_memory, manage_user_memory with add_fact,
 deactivate_fact or add_poi) is carried out when the user's message of the turn
 
-1. **asks for it**: it contains a request of the call's kind — to add: "remember", "don't
-   forget", "keep (this) in mind", "make a note", "note that", "note:", "save", "store", "from
-   now on"; to update: those or "update", "change", "correct", "replace", "edit", "actually",
-   "no longer", "anymore"; to delete: "forget", "delete", "remove", "deactivate", "erase" —
-   outside what the message quotes, and not negated in its clause ("don't save anything
-   about …", "I don't want you to forget …", "never remove …", "I can't remember") nor asked
-   about ("do you remember …?"); or
+1. **asks for it**: it contains a request of the call's kind (_REQUESTS) — to add:
+   "remember", "don't (ever) forget", "never forget", "keep/bear (this) in mind", "make a
+   note", "note that", "note:", "write/jot (this) down", "memorize", "record that", "add to
+   memory", "save", "store", "from now on"; to update: those or "update", "change", "correct",
+   "replace", "edit", "actually", "no longer", "anymore"; to delete: "forget", "delete",
+   "remove", "deactivate", "erase", "wipe", "get rid of" — outside what the message quotes,
+   not negated (up to five words before it in its clause, "don't save anything about …", "I
+   do not want you to ever store …", "never remove …", "I can't remember"; by a clause of its
+   sentence that is only a negation, "Do not, under any circumstances, save …"; or as the next
+   of a list, "do not save, store or keep …"), not said of someone ("I always forget her
+   birthday", "Grandma used to save every penny", "I remember when …"; "can you remember …"
+   and "I want you to remember …" ask), not asked about ("do you remember …?", "what would
+   you remember?") and not "forget it" waving a topic away; or
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
-   "go ahead", "please do", …; at most 6 words, no question) and the agent's previous message
+   "go ahead", "please do", …; at most 8 words, no question) and the agent's previous message
    offered a change of the call's kind in a question of its own ("Would you like me to
-   remember …?", "Shall I forget …?": an asking phrase, then a word of the change's kind —
-   "remember" offers an addition or an update, "forget" a deletion — in a sentence ending with
-   a question mark; "Do you remember …?" offers nothing), outside the span from the message's first
+   remember …?", "Shall I forget …?": an asking phrase with the agent as the one who acts —
+   "would you like me to", "do you want me to", "shall I", "should I", "can I", "let me" —
+   followed at once by a word of the change's kind: "remember" offers an addition or an
+   update, "forget" a deletion; a question offering both is no offer; "Do you remember …?",
+   "Should I keep going?", "Would you like to forget about this?" and "Would you like me to
+   not remember …?" offer nothing), outside the span from the message's first
    quotation mark to its last, of any style: `memory_site.core.text.outside_quotations`, so that
    text the agent quotes cannot end its quotation early with a mark of its own); or
 3. for update_memory only, **states it**: the user's message names the memory (its subject or
    a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
 
-and the text written comes from the user (**grounding**): at least two thirds of the words it
-adds (words of three or more letters outside a short list of function words, compared on
-their first five letters) appear in the user's message — or, when confirming, in that message
-or the offer it confirms. A deletion must name the memory: its id, its subject, or half of
+and the text written — content and subject — comes from the user (**grounding**): at least
+two thirds of the words it adds (words of three or more letters, or with a digit, outside a
+short list of function words, compared on their first five letters) appear in the user's
+message — or, when confirming, in that message or the offer it confirms — and it says "not",
+"never", "no" … only where the memory already did or the user said such a word. A deletion must name the memory: its id, its subject, or half of
 the words of its text, in those same messages.
 
 Reading (get_memory) is never held back. Everything else is refused with the reason, which
@@ -54,61 +64,85 @@ GROUNDED_SHARE = 2 / 3
 DELETE_NAMED_SHARE = 1 / 2
 _STEM = 5
 
+# "Don't forget" and its emphatic forms ask to add ("never forget: …", "don't ever forget").
+_KEEP_IN_MIND = r"(?:don't|dont|do not|never)(?: ever)? forget"
 _ADD_WORDS = (
-    r"remember|don't forget|do not forget|keep (?:this |that |it )?in mind|make a note"
-    r"|note(?:\s+(?:that|this|down)|(?=\s*:))|write (?:that|this|it) down|save|store"
+    rf"remember|{_KEEP_IN_MIND}|(?:keep|bear) (?:this |that |it )?in mind|make a note|memori[sz]e"
+    r"|note(?:\s+(?:that|this|down)|(?=\s*:))|(?:write|jot)(?: that| this| it)? down|save|store"
+    r"|record (?:that|this)|keep track of|add(?: this| that| it)?(?: to (?:my |your )?memory|:)"
     r"|from now on"
 )
 _UPDATE_WORDS = r"update|change|correct|replace|edit"
-_DELETE_WORDS = r"forget|delete|remove|deactivate|erase"
+_DELETE_WORDS = r"forget|delete|remove|deactivate|erase|wipe|get rid of|stop remembering"
 _REQUESTS = {
     ADD: re.compile(rf"\b(?:{_ADD_WORDS})\b"),
     UPDATE: re.compile(rf"\b(?:{_ADD_WORDS}|{_UPDATE_WORDS}|actually|no longer|any ?more)\b"),
     DELETE: re.compile(rf"\b(?:{_DELETE_WORDS})\b"),
 }
-# Not a request: a request word negated earlier in its clause, at most three words before it
-# ("don't save anything about …", "I don't want you to forget Alec", "never remove …", "I
-# can't remember"), or asked about ("do you remember …?"). "Don't forget" itself asks to add.
-_NEGATION = re.compile(
-    r"\b(?:can't|cant|cannot|can not|couldn't|couldnt|don't|dont|do not|didn't|didnt|did not"
+# Not a request: a request word negated earlier in its clause, at most five words before it
+# ("don't save anything about …", "I do not want you to ever store this", "never remove …",
+# "I can't remember") or in a clause of its sentence that is nothing but a negation ("Do not,
+# under any circumstances, save …"); said of someone ("I always forget her birthday", "Grandma
+# used to save every penny", "I remember when …"); asked about ("do you remember …?", "what
+# would you remember?"); or "forget it" waving a topic away.
+_NEGATIONS = (
+    r"can't|cant|cannot|can not|couldn't|couldnt|don't|dont|do not|didn't|didnt|did not"
     r"|won't|wont|will not|wouldn't|wouldnt|shouldn't|shouldnt|mustn't|never|not|no need to"
-    r"|stop)(?:\s+\S+){0,3}\s*$"
+    r"|stop|nobody|no one"
 )
-# Request words that a negation before them leaves requests: "don't forget" asks to add, and
-# "not … anymore" states a change.
-_UNNEGATED = frozenset(("don't forget", "do not forget", "actually", "no longer", "anymore",
-                        "any more"))
-_RECALL_QUESTION = re.compile(r"\b(?:do|did|does) (?:you|he|she|they|we|i) (?:still |even )?$")
-_CLAUSE_END = re.compile(r"[,.;:!?()\[\]\u2013\u2014]|\s-\s|\bbut\b")
+_NEGATION = re.compile(rf"\b(?:{_NEGATIONS})(?:\s+\S+){{0,5}}\s*$")
+_BARE_NEGATION = re.compile(rf"\s*(?:(?:no|please|ever|just)\s+)*(?:{_NEGATIONS})"
+                            r"(?:\s+(?:no|please|ever|just))*\s*")
+# Request words that a negation before them leaves requests: "not … anymore" states a change.
+_UNNEGATED = frozenset(("actually", "no longer", "anymore", "any more"))
+_SAID_OF_SOMEONE = re.compile(
+    r"\b(?:i|we|he|she|they|you|everyone|everybody|people)(?:'d|'ll)?"
+    r"(?:\s+(?:always|still|really|just|often|sometimes|also|even|usually|barely|hardly|can"
+    r"|could|will|would|might|do|did|does|never|ever))*\s*$|\bused to\s*$"
+)
+# "Can you …", "could you please …", "I want you to …": a request made of the same words.
+_ASKED_OF_YOU = re.compile(r"\b(?:can|could|will|would|please) you(?: please)?\s*$"
+                           r"|\b(?:want|need|like|ask) you to(?: please)?\s*$")
+_RECALL_QUESTION = re.compile(
+    r"\b(?:do|did|does) (?:you|he|she|they|we|i) (?:still |even )?$"
+    r"|^\s*(?:what|how|why|when|where|who|which|is there|are there|was there)\b"
+)
+_WAVED_AWAY = re.compile(r"forget (?:about )?(?:it|that|this|i (?:said|asked|mentioned))\b"
+                         r"\s*(?:[.!,]|$)")
+_CLAUSE_END = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b")
+_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
 _AFFIRMATIVE = re.compile(
     r"^(?:yes|yeah|yep|yup|sure|ok|okay|please do|please|go ahead|do it|do that|absolutely"
     r"|of course|definitely|certainly|that's right|right|correct)\b"
 )
 _NEGATIVE = re.compile(r"\b(?:no|not|don't|do not|never|nope)\b")
-_AFFIRMATIVE_MAX_WORDS = 6
+_AFFIRMATIVE_MAX_WORDS = 8
 # What may follow the yes: more yes, politeness, "remember it". "Sure, tell me more" is no yes.
 _YES_WORDS = frozenset((
     "yes", "yeah", "yep", "sure", "ok", "okay", "please", "do", "go", "ahead", "it", "that",
     "thanks", "thank", "you", "of", "course", "absolutely", "definitely", "certainly", "great",
     "lovely", "good", "idea", "remember", "save", "store", "keep", "note", "add", "right",
-    "correct", "that's", "i'd", "like", "would", "love", "to",
+    "correct", "that's", "i'd", "like", "would", "love", "to", "i", "yes,",
 ))
-# A question of the reply's own: the text since the last sentence end up to a "?".
-_QUESTION = re.compile(r"[^.!?]*\?")
-# An offer: the agent asks whether it should make a change ("Would you like me to remember
-# …?", "Shall I forget …?"), with a word of the change's kind after it. "Do you remember …?"
-# and "Did Sarah keep in touch?" offer nothing.
+# A question of the reply's own: the text since the last sentence end up to a "?" (the full
+# stop of an abbreviation or a decimal number ends no sentence: "Mrs. Jones", "5.5 feet").
+_QUESTION = re.compile(r"(?:[^.!?؟]|\b(?:mr|mrs|ms|dr|st|jr|sr|mt|vs|etc|no)\.|\.(?=\d))*[?؟]")
+# An offer: the agent asks whether it should make a change, the change's word right after
+# the asking ("Would you like me to remember …?", "Shall I forget …?", "Do you want me to
+# also save …?"). "Do you remember …?", "Would you like to keep talking?", "Should I keep
+# going?" and "Would you like me to not remember …?" offer nothing.
 _OFFER_ASK = (
-    r"\b(?:would you like|would you want|do you want|want me to|like me to|shall i|should i"
-    r"|can i|could i|may i|let me)\b"
+    r"\b(?:(?:would|do) you (?:like|want) me to|want me to|like me to|shall i|should i|can i"
+    r"|could i|may i|let me)(?:\s+(?:also|just|go ahead and|please))?\s+"
 )
 _OFFER_WORDS = {
-    ADD: r"remember|store|save|note|keep|add|write",
-    UPDATE: rf"remember|store|save|note|keep|add|write|{_UPDATE_WORDS}",
+    ADD: r"remember|store|save|note|make a note|keep (?:that|this|it) in mind|add|write",
+    UPDATE: (r"remember|store|save|note|make a note|keep (?:that|this|it) in mind|add|write"
+             rf"|{_UPDATE_WORDS}"),
     DELETE: _DELETE_WORDS,
 }
 _OFFERS = {
-    kind: re.compile(rf"{_OFFER_ASK}.*\b(?:{words})\b") for kind, words in _OFFER_WORDS.items()
+    kind: re.compile(rf"{_OFFER_ASK}(?:{words})\b") for kind, words in _OFFER_WORDS.items()
 }
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 # Words that carry no content of their own (and the request words): never counted.
@@ -143,17 +177,24 @@ class WriteDecision:
     reason: str = ""
 
 
+_APOSTROPHE_LIKE = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'",
+                                  "\u02bc": "'", "\u2032": "'"})
+
+
 def _normal(text: str) -> str:
     """`text` in the form words are compared in: comparison_key's (case, full-width letters and
-    invisible characters make no other word), curly apostrophes straight."""
-    return comparison_key(text).replace("\u2019", "'").replace("\u2018", "'")
+    invisible characters make no other word), every apostrophe-like mark straight."""
+    return comparison_key(text.translate(_APOSTROPHE_LIKE))
 
 
 def _stems(text: str) -> set[str]:
     stems = set()
     for word in _WORD.findall(_normal(text)):
         word = word.removesuffix("'s")
-        if len(word) >= 3 and word not in FUNCTION_WORDS:
+        # Numbers count at any length: "93 41" is not grounded in "Tom lives in Denver".
+        if (len(word) >= 3 or any(char.isdigit() for char in word)) and (
+            word not in FUNCTION_WORDS
+        ):
             stems.add(word[:_STEM])
     return stems
 
@@ -171,12 +212,26 @@ def _asks(kind: str, text: str) -> bool:
     message quotes (a quoted "remember that …" is someone else's), not negated in its clause
     nor asked about (_NEGATION, _RECALL_QUESTION)."""
     own = _normal(outside_quotations(text))
+    negated_until = -1  # where the last negated request word ended
     for match in _REQUESTS[kind].finditer(own):
-        if match[0] in _UNNEGATED:
+        if match[0] in _UNNEGATED or re.fullmatch(_KEEP_IN_MIND, match[0]):
             return True
-        clause = _CLAUSE_END.split(own[:match.start()])[-1]
-        if not _NEGATION.search(clause) and not _RECALL_QUESTION.search(clause):
-            return True
+        sentence = _SENTENCE_END.split(own[:match.start()])[-1]
+        clauses = _CLAUSE_END.split(sentence)
+        clause = clauses[-1]
+        if kind == DELETE and _WAVED_AWAY.match(own, match.start()):
+            continue
+        if (
+            # "Do not save, store or keep …": a list goes on with the negation.
+            (negated_until >= 0 and re.fullmatch(r"(?:\s*,\s*|\s+(?:or|and|nor)\s+)+",
+                                                 own[negated_until:match.start()]))
+            or _NEGATION.search(clause) or _RECALL_QUESTION.search(clause)
+            or any(_BARE_NEGATION.fullmatch(earlier) for earlier in clauses[:-1])
+            or (_SAID_OF_SOMEONE.search(clause) and not _ASKED_OF_YOU.search(clause))
+        ):
+            negated_until = match.end()
+            continue
+        return True
     return False
 
 
@@ -186,7 +241,12 @@ def _offers(reply: str, kind: str) -> bool:
     there it quotes, such as another member's fact, and a mark inside the quoted text cannot end
     the quotation early."""
     own = _normal(outside_quotations(reply))
-    return any(_OFFERS[kind].search(question) for question in _QUESTION.findall(own))
+    questions = _QUESTION.findall(own)
+    if kind != DELETE and any(_OFFERS[DELETE].search(question) for question in questions):
+        return False  # "Shall I remember it, or forget it?": a yes says neither
+    if kind == DELETE and any(_OFFERS[ADD].search(question) for question in questions):
+        return False
+    return any(_OFFERS[kind].search(question) for question in questions)
 
 
 def _confirms(words: TurnWords, kind: str) -> bool:
@@ -223,9 +283,23 @@ def _names_memory(memory, sources: list[str]) -> bool:
 
 
 def _written_text(name: str, arguments: dict[str, Any]) -> str:
+    """Every text the call would store: the subject is grounded like the content."""
     if arguments.get("operation") == "add_poi":
         return f"{arguments.get('place_name') or ''} {arguments.get('notes') or ''}"
-    return str(arguments.get("content") or "")
+    return f"{arguments.get('subject') or ''} {arguments.get('content') or ''}".strip()
+
+
+_NEGATING = re.compile(r"\b(?:not|never|no|none|nothing|nobody|neither|nor)\b|n't\b")
+
+
+def _negates_unsaid(written: str, sources: list[str], *, before: str = "") -> bool:
+    """The text to store says "not" (or "never", "wasn't" …) where the memory did not and the
+    user said no such word: "Mae was not allergic to penicillin" for "Mae was allergic to
+    penicillin" is grounded word for word, but says the opposite."""
+    def count(text: str) -> int:
+        return len(_NEGATING.findall(_normal(text)))
+
+    return count(written) > count(before) and not any(count(text) for text in sources)
 
 
 def _refused(kind: str, why: str) -> WriteDecision:
@@ -250,6 +324,8 @@ def write_decision(
     if _asks(kind, said):
         basis, sources = "request", [said]
     elif _confirms(words, kind):
+        # The whole reply: what a yes agrees to may be what the offer quotes ("Would you like
+        # me to remember that her song was “Moon River”?"); the user read it all.
         basis, sources = "confirmation", [said, words.previous_reply]
     elif kind == UPDATE:
         basis, sources = "statement", [said]
@@ -272,7 +348,10 @@ def write_decision(
     before = f"{memory.subject or ''} {memory.content}" if memory is not None else ""
     if basis == "statement" and not _states_change(memory, said, _written_text(name, arguments)):
         return _refused(kind, "the user did not ask for a change to this memory.")
-    if not _grounded(_written_text(name, arguments), sources, before=before):
+    written = _written_text(name, arguments)
+    if not _grounded(written, sources, before=before) or _negates_unsaid(
+        written, sources, before=before
+    ):
         return _refused(kind, "the text to store is not what the user said.")
     return WriteDecision(allowed=True, kind=kind, basis=basis)
 
