@@ -122,21 +122,23 @@ def comparison_key(text: str | None) -> str:
 # --- Quotations: text quoted in a reply ----------------------------------------------------------
 
 # Every quotation mark, of any script and style: straight and full-width double quotes, “ ” „ ‟
-# ⹂, « » ‹ › ‚ ‛, the corner brackets 「 」 『 』 (and their vertical forms), 〝 〞 〟 and the
-# ornament marks; and the single quotes that double as apostrophes (' ＇ ‘ ’), see _marks.
+# ⹂, « » ‹ › ‚ ‛, the corner brackets 「 」 『 』 (and their vertical and half-width forms ｢ ｣),
+# 〝 〞 〟, the double primes ″ ‶ and ditto mark 〃 used as quotes, and the ornament marks; and the single quotes that double as apostrophes (' ＇ ‘ ’), see _marks.
 _QUOTATION_MARKS = (
     "\"\uff02\u201c\u201d\u201e\u201f\u2e42\u00ab\u00bb\u2039\u203a\u201a\u201b"
     "\u300c-\u300f\ufe41-\ufe44\u301d-\u301f\u275b-\u275e\u276e\u276f\U0001f676-\U0001f678"
+    "\uff62\uff63\u2033\u2036\u3003"
 )
 _APOSTROPHES = "'\uff07\u2018\u2019"
 _MARK = re.compile(f"[{_QUOTATION_MARKS}{_APOSTROPHES}]")
 
 
-# What a single quote before a word leaves out, where no quotation opens: a decade ('60s, ’49),
-# rock 'n' roll and the common elisions in lower case ('til, 'cause, 'em, 'tis, 'bout). A
-# quotation rarely opens with one of them: most open with a capital letter.
+# What a single quote before a word leaves out, where no quotation opens: a decade ('60s, ’90s;
+# not any two digits: "'12 Elm Street was home …'" is a quotation), rock 'n' roll and the
+# common elisions in lower case ('til, 'cause, 'em, 'tis, 'bout). A quotation rarely opens
+# with one of them: most open with a capital letter.
 _ELISION = re.compile(
-    rf"(?:\d\d(?!\d)|n[{_APOSTROPHES}]|(?:til|cause|cos|em|tis|twas|bout|round)(?![^\W_]))"
+    rf"(?:\d0s(?![^\W_])|n[{_APOSTROPHES}]|(?:til|cause|cos|em|tis|twas|bout|round)(?![^\W_]))"
 )
 
 
