@@ -563,7 +563,8 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     fact was reworded or edited since, or its words are too common to point at one message.
     When the fact states a value that message does not (a name, a day, a number: a
     correction, "every Sunday" and then "Actually it was Tuesdays, not Sundays"), the user
-    message of the range that says most of those values (the latest on a tie) is shown with
+    message of the range that says most of those values (the latest on a tie) and also names
+    a value of the first that the fact does not (the replaced one: "Sundays") is shown with
     it, so that the page does not show only the value the fact replaced.
 
     What a fellow member sees of the source: at most those two messages of a conversation that
@@ -592,8 +593,16 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
         lexeme for lexeme in wanted - set(best[1].words)
         if any(value.startswith(lexeme) for value in values)
     }
+    # What the correction replaced: the best message's values that the fact does not say. A
+    # message that brings the fact's value names it too ("Tuesdays, not Sundays"); one that
+    # only happens to say the value (another private matter "on Tuesday") is not shown.
+    best_values = {word.lower() for word in _VALUE_WORD.findall(best[1].content)} - values
+    replaced = {
+        lexeme for lexeme in set(best[1].words) - wanted
+        if any(value.startswith(lexeme) for value in best_values)
+    }
     rest = [(len(missing & set(message.words)), message) for _, message in scored
-            if message.pk != best[1].pk]
+            if message.pk != best[1].pk and replaced & set(message.words)]
     completing = max(rest, key=lambda pair: (pair[0], pair[1].sequence), default=None)
     if not missing or completing is None or completing[0] == 0:
         return [best[1]]

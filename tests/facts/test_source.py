@@ -160,6 +160,14 @@ def test_a_corrected_value_shows_the_correction_too(family, conversation):
     html = _client(family.member).get(_source_url(fact)).content.decode()
     assert html.index("every Sunday.") < html.index("Actually it was Tuesdays, not Sundays.")
     assert "hymns" not in html
+    # A message that only happens to say the fact's value is no correction of the first: it
+    # stays private (found by a second hostile-member probe).
+    MessageFactory(conversation=conversation, sequence=23, role="user",
+                   content="Unrelated: my therapy is on Friday, keep that between us.")
+    edited = _fact(family, conversation, "shared", "Rose sang in the church choir every Friday.")
+    LegacyFact.objects.filter(pk=edited.pk).update(source_range_start=20, source_range_end=24)
+    html = _client(family.member).get(_source_url(edited)).content.decode()
+    assert "every Sunday." in html and "therapy" not in html
 
 
 def test_a_common_word_shows_at_most_one_message_and_a_weak_match_none(family, conversation):
