@@ -1,6 +1,7 @@
 """Writes of legacies, memberships and legacy facts."""
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -385,8 +386,12 @@ def invitation_withdraw(
 
 def normalize_fact_text(content: str) -> str:
     """The key of exact duplicates: the text in comparison_key's form (case, full-width letters
-    and invisible characters make no other text), punctuation dropped, whitespace folded."""
-    return " ".join(re.sub(r"[^\w\s]", " ", comparison_key(content)).split())
+    and invisible characters make no other text), punctuation dropped, whitespace folded.
+    Symbols stay: "Mae: +1" is not "Mae: -1", nor "❤❤❤" "🎂🎂🎂"."""
+    key = comparison_key(content)
+    return " ".join("".join(
+        " " if unicodedata.category(char)[0] in "PZC" else char for char in key
+    ).split())
 
 
 # What a person adding a fact they already have is told (the facts page and the API).

@@ -210,6 +210,18 @@ def test_a_duplicate_is_found_whatever_a_reader_cannot_see(family, facts, owner_
     assert _snapshot() == before
 
 
+@pytest.mark.parametrize("first, second", [
+    ("Mae's score was +1 that day", "Mae's score was -1 that day"),
+    ("Mae loved C++ at school", "Mae loved C# at school"),
+    ("Her cake said ❤❤❤", "Her cake said 🎂🎂🎂"),
+])
+def test_symbols_make_another_fact(family, owner_client, first, second):
+    for content in (first, second):
+        response = owner_client.post(f"/api/ai/legacies/{family.legacy.pk}/facts",
+                                     {"category": "other", "content": content}, format="json")
+        assert (response.status_code, response.json()["duplicate"]) == (201, False)
+
+
 def test_a_fact_of_only_invisible_characters_is_refused(family, facts, owner_client):
     before = _snapshot()
     for content in ("\u200b\u200b\u200b\u200b", "\u3164\u3164\u3164", "\u2800\u2800\u2800"):
