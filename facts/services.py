@@ -640,6 +640,9 @@ def fact_update(
                 )
             fact.content = content
             fields.append("content")
+            # Edited, the text is the author's own: undoing the correction keeps it.
+            fact.created_as_correction = False
+            fields.append("created_as_correction")
         if category is not None:
             fact.category = category
             fields.append("category")
@@ -766,10 +769,11 @@ def fact_supersede(
         # that undoing the correction restores it exactly.
         LegacyFact.objects.filter(pk=target.pk).update(superseded_by=replacement, superseded_at=now)
         target.superseded_by, target.superseded_at = replacement, now
-        if new_created and replacement.pk == new.pk and not new.created_as_correction:
-            # Only a fact made for this correction: a fact stated before keeps its own life.
-            LegacyFact.objects.filter(pk=new.pk).update(created_as_correction=True)
-            replacement.created_as_correction = True
+        if replacement.pk == new.pk and new_created != new.created_as_correction:
+            # Only a fact made for this correction goes with its undo: a fact stated before,
+            # or made by one correction and found again by another, keeps its own life.
+            LegacyFact.objects.filter(pk=new.pk).update(created_as_correction=new_created)
+            replacement.created_as_correction = new_created
         if (
             target.visibility == LegacyFact.Visibility.SHARED
             and replacement.visibility != LegacyFact.Visibility.SHARED

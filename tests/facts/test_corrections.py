@@ -406,6 +406,25 @@ def test_undo_keeps_a_correcting_fact_that_was_said_before(family):
     assert not LegacyFact.objects.filter(pk=made.pk).exists()
 
 
+def test_undo_keeps_a_correction_edited_or_said_again_since(family, married):
+    """Found by a second hostile-member probe: an edited correction, or one a later correction
+    found again, went with the undo of the correction that made it."""
+    new = correct(family)
+    services.fact_supersede(old=married, new=new)
+    services.fact_update(fact=new, user=family.owner, content="Rose married Henry in May 1962.")
+    undone = services.fact_correction_undo(fact=new, user=family.owner)
+    assert not undone.removed
+    assert current_contents(family.legacy, family.owner) == [
+        "Rose married Henry in 1961.", "Rose married Henry in May 1962."]
+
+    other, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                    category="relationship", content="Rose married in 1960.")
+    made = correct(family, "Rose married Henry in 1963.")
+    services.fact_supersede(old=married, new=made)
+    services.fact_supersede(old=other, new=made, new_created=False)  # found again
+    assert not services.fact_correction_undo(fact=made, user=family.owner).removed
+
+
 def test_a_correction_in_the_same_batch_files_only_the_corrected_fact(family):
     conversation = ConversationFactory(legacy=family.legacy, user=family.owner)
     archive(conversation, [("user", "Rose was born in Cork in 1931."),
