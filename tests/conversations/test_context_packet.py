@@ -13,7 +13,7 @@ from agent_memory.services import memory_create, place_add
 from agent_memory.tools import tool_definitions
 from conversations.context import build_context, total_tokens
 from conversations.prompt import DATETIME_PREFIX
-from conversations.services import conversation_close, message_append
+from conversations.services import message_append
 from memory_site.core.ai import count_tokens, get_llm
 from tests.factories import (
     ConversationFactory,
@@ -21,7 +21,7 @@ from tests.factories import (
     LegacyFactFactory,
     UserFactory,
 )
-from tests.support.chunks import chunk_for
+from tests.support.chunks import WALTER_SAID, chunk_for, walter_archived_then_corrected
 from tests.support.prompt import memory_block, places_block
 
 pytestmark = pytest.mark.django_db
@@ -135,16 +135,9 @@ def test_the_retrieved_ranges_and_the_summary_range_are_labelled_alike(rich):
 
 def test_an_earlier_sentence_is_quoted_once_as_one_message(
         family, django_capture_on_commit_callbacks):
-    # The new-user walkthrough (offline providers): one sentence archived, corrected in
-    # another conversation, then asked about in a third.
-    said = "Walter sang in the church choir every Sunday."
-    walter = ConversationFactory(user=family.owner, legacy=family.legacy)
-    correction = ConversationFactory(user=family.owner, legacy=family.legacy)
-    with django_capture_on_commit_callbacks(execute=True):
-        message_append(conversation=walter, role="user", content=said)
-        conversation_close(conversation=walter)
-        message_append(conversation=correction, role="user",
-                       content="Actually it was Tuesdays, not Sundays.")
+    # Asked about in a third conversation.
+    said = WALTER_SAID
+    walter_archived_then_corrected(family, django_capture_on_commit_callbacks)
     now = ConversationFactory(user=family.owner, legacy=family.legacy)
     message_append(conversation=now, role="user", content="Where did Walter sing in a choir?")
 

@@ -9,7 +9,7 @@ from conversations.retrieval import NO_WORDS
 from conversations.services import conversation_close, message_append
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory
-from tests.support.chunks import chunk_for
+from tests.support.chunks import WALTER_SAID, chunk_for, walter_archived_then_corrected
 
 pytestmark = pytest.mark.django_db
 
@@ -44,14 +44,8 @@ def test_search_answers_hits_with_ranges_and_total(family, owner_client):
 
 def test_a_sentence_of_the_summary_and_its_message_is_one_line_of_a_hit(
         family, owner_client, django_capture_on_commit_callbacks):
-    said = "Walter sang in the church choir every Sunday."
-    walter = ConversationFactory(user=family.owner, legacy=family.legacy)
-    correction = ConversationFactory(user=family.owner, legacy=family.legacy)
-    with django_capture_on_commit_callbacks(execute=True):
-        message_append(conversation=walter, role="user", content=said)
-        conversation_close(conversation=walter)
-        message_append(conversation=correction, role="user",
-                       content="Actually it was Tuesdays, not Sundays.")
+    said = WALTER_SAID
+    walter = walter_archived_then_corrected(family, django_capture_on_commit_callbacks)
     chunk = ConversationChunk.objects.get(conversation=walter)
 
     response = owner_client.get(_url(family.legacy.pk), {"q": "Walter church choir"})

@@ -27,3 +27,23 @@ def near(vector: list[float], noise: float, seed: int) -> list[float]:
 def cosine_distance(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return 1.0 - dot / ((sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5))
+
+
+WALTER_SAID = "Walter sang in the church choir every Sunday."
+
+
+def walter_archived_then_corrected(family, capture) -> Conversation:
+    """The new-user walkthrough (offline providers): one sentence said and archived in its own
+    conversation, corrected in another. `capture` is django_capture_on_commit_callbacks, so
+    that the archive job runs. Returns the archived conversation."""
+    from conversations.services import conversation_close, message_append
+    from tests.factories import ConversationFactory
+
+    walter = ConversationFactory(user=family.owner, legacy=family.legacy)
+    correction = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with capture(execute=True):
+        message_append(conversation=walter, role="user", content=WALTER_SAID)
+        conversation_close(conversation=walter)
+        message_append(conversation=correction, role="user",
+                       content="Actually it was Tuesdays, not Sundays.")
+    return walter
