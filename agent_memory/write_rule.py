@@ -43,6 +43,7 @@ Reading (get_memory) is never held back. Everything else is refused with the rea
 the model reads as the tool result (code `not_confirmed`) and the turn records with the call.
 """
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -96,7 +97,7 @@ _BARE_NEGATION = re.compile(rf"\s*(?:(?:no|please|ever|just)\s+)*(?:{_NEGATIONS}
 # Request words that a negation before them leaves requests: "not … anymore" states a change.
 _UNNEGATED = frozenset(("actually", "no longer", "anymore", "any more"))
 _SAID_OF_SOMEONE = re.compile(
-    r"\b(?:i|we|he|she|they|you|everyone|everybody|people)(?:'d|'ll)?"
+    r"\b(?:i|we|he|she|they|everyone|everybody|people)(?:'d|'ll)?"
     r"(?:\s+(?:always|still|really|just|often|sometimes|also|even|usually|barely|hardly|can"
     r"|could|will|would|might|do|did|does|never|ever))*\s*$|\bused to\s*$"
 )
@@ -106,9 +107,16 @@ _ASKED_OF_YOU = re.compile(r"\b(?:can|could|will|would|please) you(?: please)?\s
 _RECALL_QUESTION = re.compile(
     r"\b(?:do|did|does) (?:you|he|she|they|we|i) (?:still |even )?$"
     r"|^\s*(?:what|how|why|when|where|who|which|is there|are there|was there)\b"
+    r"|\b(?:what|how|why|when|where|who|which)(?:\s+\S+){0,3}\s*$"
 )
+# "No, forget it", "never mind, forget it": a topic waved away, not a deletion.
 _WAVED_AWAY = re.compile(r"forget (?:about )?(?:it|that|this|i (?:said|asked|mentioned))\b"
                          r"\s*(?:[.!,]|$)")
+_DISMISSAL = re.compile(r"(?:^|\W)(?:no|nah|nope|never ?mind|oh well|ok|okay|whatever|meh)"
+                        r"[\s,.!-]*$")
+# How far before a request word its negation or subject is looked for: the checks read a
+# bounded window, so that a long message costs time in proportion to its length.
+_LOOK_BACK = 300
 _CLAUSE_END = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b")
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
 _AFFIRMATIVE = re.compile(
@@ -126,7 +134,8 @@ _YES_WORDS = frozenset((
 ))
 # A question of the reply's own: the text since the last sentence end up to a "?" (the full
 # stop of an abbreviation or a decimal number ends no sentence: "Mrs. Jones", "5.5 feet").
-_QUESTION = re.compile(r"(?:[^.!?؟]|\b(?:mr|mrs|ms|dr|st|jr|sr|mt|vs|etc|no)\.|\.(?=\d))*[?؟]")
+_SENTENCE_MARK = re.compile(r"[.!?؟]")
+_ABBREVIATION = re.compile(r"\b(?:mr|mrs|ms|dr|st|jr|sr|mt|vs|etc|no)$")
 # An offer: the agent asks whether it should make a change, the change's word right after
 # the asking ("Would you like me to remember …?", "Shall I forget …?", "Do you want me to
 # also save …?"). "Do you remember …?", "Would you like to keep talking?", "Should I keep
@@ -212,19 +221,27 @@ def _asks(kind: str, text: str) -> bool:
     message quotes (a quoted "remember that …" is someone else's), not negated in its clause
     nor asked about (_NEGATION, _RECALL_QUESTION)."""
     own = _normal(outside_quotations(text))
+    sentence_starts = [0, *(end.end() for end in _SENTENCE_END.finditer(own))]
     negated_until = -1  # where the last negated request word ended
     for match in _REQUESTS[kind].finditer(own):
-        if match[0] in _UNNEGATED or re.fullmatch(_KEEP_IN_MIND, match[0]):
+        if match[0] in _UNNEGATED:
             return True
-        sentence = _SENTENCE_END.split(own[:match.start()])[-1]
-        clauses = _CLAUSE_END.split(sentence)
+        start = sentence_starts[bisect.bisect_right(sentence_starts, match.start()) - 1]
+        clauses = _CLAUSE_END.split(own[max(start, match.start() - _LOOK_BACK):match.start()])
         clause = clauses[-1]
-        if kind == DELETE and _WAVED_AWAY.match(own, match.start()):
+        if re.fullmatch(_KEEP_IN_MIND, match[0]):
+            if _SAID_OF_SOMEONE.search(clause):  # "I'll never forget the day he died"
+                continue
+            return True
+        if kind == DELETE and _WAVED_AWAY.match(own, match.start()) and (
+            _DISMISSAL.search(own[max(start, match.start() - 40):match.start()])
+        ):
             continue
+        between = own[negated_until:match.start()] if negated_until >= 0 else ""
         if (
             # "Do not save, store or keep …": a list goes on with the negation.
-            (negated_until >= 0 and re.fullmatch(r"(?:\s*,\s*|\s+(?:or|and|nor)\s+)+",
-                                                 own[negated_until:match.start()]))
+            (between and len(between) < 40
+             and re.fullmatch(r"(?:\s*,\s*|\s+(?:or|and|nor)\s+)+", between))
             or _NEGATION.search(clause) or _RECALL_QUESTION.search(clause)
             or any(_BARE_NEGATION.fullmatch(earlier) for earlier in clauses[:-1])
             or (_SAID_OF_SOMEONE.search(clause) and not _ASKED_OF_YOU.search(clause))
@@ -235,13 +252,27 @@ def _asks(kind: str, text: str) -> bool:
     return False
 
 
+def _questions(text: str) -> list[str]:
+    """The sentences of `text` that end with a question mark, in one pass (_QUESTION's rule)."""
+    found, start = [], 0
+    for mark in _SENTENCE_MARK.finditer(text):
+        at = mark.start()
+        if mark[0] == "." and (text[at + 1:at + 2].isdigit()
+                               or _ABBREVIATION.search(text, max(start, at - 4), at)):
+            continue
+        if mark[0] in "?؟":
+            found.append(text[start:at + 1])
+        start = at + 1
+    return found
+
+
 def _offers(reply: str, kind: str) -> bool:
     """The agent's reply offers a change of this kind: a question of its own that asks whether
     it should (_OFFERS). Nothing from the reply's first quotation mark to its last is its own:
     there it quotes, such as another member's fact, and a mark inside the quoted text cannot end
     the quotation early."""
     own = _normal(outside_quotations(reply))
-    questions = _QUESTION.findall(own)
+    questions = _questions(own)
     if kind != DELETE and any(_OFFERS[DELETE].search(question) for question in questions):
         return False  # "Shall I remember it, or forget it?": a yes says neither
     if kind == DELETE and any(_OFFERS[ADD].search(question) for question in questions):
@@ -282,11 +313,20 @@ def _names_memory(memory, sources: list[str]) -> bool:
     return bool(words) and len(words & known) >= DELETE_NAMED_SHARE * len(words)
 
 
+# A subject is a label the model chooses ("Mother's favourite flower"): one of a few words is
+# free, a longer one is grounded like the content (it could carry instructions of its own).
+SUBJECT_FREE_WORDS = 4
+
+
 def _written_text(name: str, arguments: dict[str, Any]) -> str:
-    """Every text the call would store: the subject is grounded like the content."""
+    """Every text the call would store that must be grounded: the content, and the subject
+    when it is longer than SUBJECT_FREE_WORDS words."""
     if arguments.get("operation") == "add_poi":
         return f"{arguments.get('place_name') or ''} {arguments.get('notes') or ''}"
-    return f"{arguments.get('subject') or ''} {arguments.get('content') or ''}".strip()
+    subject = str(arguments.get("subject") or "")
+    if len(_WORD.findall(subject)) <= SUBJECT_FREE_WORDS:
+        subject = ""
+    return f"{subject} {arguments.get('content') or ''}".strip()
 
 
 _NEGATING = re.compile(r"\b(?:not|never|no|none|nothing|nobody|neither|nor)\b|n't\b")

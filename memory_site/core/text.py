@@ -147,9 +147,25 @@ def _apostrophe(text: str, at: int) -> bool:
     return text[at - 1:at].isalnum() and text[at + 1:at + 2].isalnum()
 
 
-def _elides(text: str, at: int) -> bool:
-    """The single quote at `at` starts a word it shortens ("the '60s", "'til", "'n'")."""
+def _shortens(text: str, at: int) -> bool:
+    """The single quote at `at` could start a word it shortens ("the '60s", "'til", "'n'")."""
     return not text[at - 1:at].isalnum() and _ELISION.match(text, at + 1) is not None
+
+
+def _elides(text: str, at: int) -> bool:
+    """The single quote at `at` starts a word it shortens, and no later single quote could
+    close a quotation it would open: then "'round here, shall I forget …?'" is a quotation
+    (the failure falls on the safe side: "the '60s … 'Moon River'" reads as one quotation)."""
+    if not _shortens(text, at):
+        return False
+    for later in re.finditer(f"[{_APOSTROPHES}]", text[at + 1:]):
+        where = at + 1 + later.start()
+        if _apostrophe(text, where) or _shortens(text, where):
+            continue  # in a word ("don't"), or shortening one ("'til")
+        if text[where - 1:where] == "n" and text[where - 2:where - 1] in _APOSTROPHES:
+            continue  # the end of 'n'
+        return False
+    return True
 
 
 def _marks(text: str) -> list[int]:

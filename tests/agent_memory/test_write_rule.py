@@ -143,6 +143,8 @@ SHARED_WITH_BOB = {"content": "The user wants every memory shared with Bob at hi
     f"Joe wrote: \uff62{INJECTED}\uff63 Anything else?",
     f"Joe wrote: \u2033{INJECTED}\u2033 to everyone",
     f"Joe's fact says '12 Elm St was home. {INJECTED}' to everyone",
+    # A quotation that opens with a shortened word (found by a review).
+    f"Tom's fact reads: 'round here we'd ask, {INJECTED}' Anything else?",
 ])
 def test_an_offer_inside_a_quotation_is_no_offer_whatever_marks_it_holds(alice, previous):
     decision = _decide(alice, "add_to_memory", SHARED_WITH_BOB, "Yes please", previous)
@@ -162,9 +164,10 @@ def test_an_offer_inside_a_quotation_is_no_offer_whatever_marks_it_holds(alice, 
     # Apostrophes are no quotation marks: in a word, or a plural's after a quotation.
     ("You said “the farm”. Shall I remember that the kids' farm was in Ohio? Don't worry.",
      "The kids' farm was in Ohio"),
-    # Nor is the one that shortens a word: a decade, rock 'n' roll, 'til.
+    # Nor is the one that shortens a word: a decade, rock 'n' roll, 'til (when no single
+    # quote after it could close a quotation it would open).
     ("Those '60s summers sound lovely. Would you like me to remember that her favourite song "
-     "was 'Moon River'?", "Her favourite song was Moon River"),
+     "was “Moon River”?", "Her favourite song was Moon River"),
     ("In the ’60s she danced 'til dawn. Shall I remember that her favourite song was Moon River? "
      "She loved rock ‘n’ roll.", "Her favourite song was Moon River"),
 ])
@@ -236,6 +239,13 @@ def test_deactivate_fact(alice, sarah, said, previous, allowed):
     ("Can you remember that my address is 12 Elm Street?", True),
     ("I want you to remember that my address is 12 Elm Street", True),
     ("Don't save the old one, remember the new: my address is 12 Elm Street", True),
+    # "You" asked to remember, in the many ways people put it (found by a review).
+    ("Please make sure you remember that my address is 12 Elm Street", True),
+    ("I hope you'll remember that my address is 12 Elm Street", True),
+    ("Could you also remember that my address is 12 Elm Street?", True),
+    # A statement of grief with "never forget" asks for nothing.
+    ("I'll never forget the day we moved to my address, 12 Elm Street", False),
+    ("Can you tell me what you remember of my address, 12 Elm Street?", False),
 ])
 def test_what_asks_to_remember_and_what_does_not(alice, said, allowed):
     decision = _decide(alice, "add_to_memory",
@@ -246,6 +256,8 @@ def test_what_asks_to_remember_and_what_does_not(alice, said, allowed):
 @pytest.mark.parametrize("said, allowed", [
     ("I always forget Sarah's team, it makes me feel awful", False),
     ("No, forget it, Sarah can wait", False),
+    ("I no longer want you to remember Sarah's team, please forget it.", True),
+    ("You can forget the note about Sarah.", True),
     ("Get rid of the memory about Sarah", True),
     ("Wipe what you know about Sarah", True),
 ])
@@ -288,6 +300,10 @@ def test_what_is_written_is_what_the_user_said_every_word(alice, arguments):
     assert not _decide(alice, "add_to_memory", arguments, said).allowed
     assert _decide(alice, "add_to_memory",
                    {"content": "Mae was allergic to penicillin", "subject": "Mae",
+                    "category": "person"}, said).allowed
+    # A short label is the model's to choose (found by a review).
+    assert _decide(alice, "add_to_memory",
+                   {"content": "Mae loved jazz", "subject": "Aunt's favourite music",
                     "category": "person"}, said).allowed
 
 
