@@ -15,9 +15,11 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    do not want you to ever store …", "never remove …", "I can't remember"; by a clause of its
    sentence that is only a negation, "Do not, under any circumstances, save …"; or as the next
    of a list, "do not save, store or keep …"), not said of someone ("I always forget her
-   birthday", "Grandma used to save every penny", "I remember when …"; "can you remember …"
-   and "I want you to remember …" ask), not asked about ("do you remember …?", "what would
-   you remember?") and not "forget it" waving a topic away; or
+   birthday", "Grandma used to save every penny", "I remember when …", "I'll never forget the
+   day he died"; "can you remember …", "make sure you remember …" and "I want you to remember
+   …" ask), not asked about ("do you remember …?", "what would you remember?") and not
+   "forget it" waving a topic away after a dismissal ("no, forget it", "never mind, forget
+   it"); or
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
    "go ahead", "please do", …; at most 8 words, no question) and the agent's previous message
    offered a change of the call's kind in a question of its own ("Would you like me to
@@ -32,7 +34,7 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
 3. for update_memory only, **states it**: the user's message names the memory (its subject or
    a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
 
-and the text written — content and subject — comes from the user (**grounding**): at least
+and the text written — content, and a subject of more than four words — comes from the user (**grounding**): at least
 two thirds of the words it adds (words of three or more letters, or with a digit, outside a
 short list of function words, compared on their first five letters) appear in the user's
 message — or, when confirming, in that message or the offer it confirms — and it says "not",
