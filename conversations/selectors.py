@@ -553,6 +553,11 @@ def _lexemes(expression: str) -> Func:
 
 
 _VALUE_WORD = re.compile(r"\b(?:[A-Z][a-z]+|\d+)\b")
+# A message that corrects: "Actually it was Tuesdays, not Sundays", "sorry, I mean 1962".
+_CORRECTION_MARK = re.compile(
+    r"\b(?:not|actually|instead|sorry|wait|i mean|i meant|correction|wrong|mistake|rather)\b",
+    re.IGNORECASE,
+)
 
 
 def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
@@ -563,9 +568,10 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     fact was reworded or edited since, or its words are too common to point at one message.
     When the fact states a value that message does not (a name, a day, a number: a
     correction, "every Sunday" and then "Actually it was Tuesdays, not Sundays"), the user
-    message of the range that says most of those values (the latest on a tie) and also names
-    a value of the first that the fact does not (the replaced one: "Sundays") is shown with
-    it, so that the page does not show only the value the fact replaced.
+    message of the range that says most of those values (the latest on a tie), names a value
+    of the first that the fact does not (the replaced one: "Sundays") and reads as a
+    correction ("not", "actually", "sorry", "I mean" …) is shown with it, so that the page
+    does not show only the value the fact replaced.
 
     What a fellow member sees of the source: at most those two messages of a conversation that
     stays its author's, and never the agent's replies."""
@@ -596,13 +602,16 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     # What the correction replaced: the best message's values that the fact does not say. A
     # message that brings the fact's value names it too ("Tuesdays, not Sundays"); one that
     # only happens to say the value (another private matter "on Tuesday") is not shown.
-    best_values = {word.lower() for word in _VALUE_WORD.findall(best[1].content)} - values
+    best_values = {
+        word.lower() for word in _VALUE_WORD.findall(best[1].content.split(" ", 1)[-1])
+    } - values
     replaced = {
         lexeme for lexeme in set(best[1].words) - wanted
         if any(value.startswith(lexeme) for value in best_values)
     }
     rest = [(len(missing & set(message.words)), message) for _, message in scored
-            if message.pk != best[1].pk and replaced & set(message.words)]
+            if message.pk != best[1].pk and replaced & set(message.words)
+            and _CORRECTION_MARK.search(message.content)]
     completing = max(rest, key=lambda pair: (pair[0], pair[1].sequence), default=None)
     if not missing or completing is None or completing[0] == 0:
         return [best[1]]

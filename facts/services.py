@@ -814,6 +814,7 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> Correct
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
+        _lock_conflict_checks(fact.legacy_id)  # it may delete the correction: as fact_delete
         try:
             fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
         except LegacyFact.DoesNotExist:

@@ -294,8 +294,10 @@ def _tool_call(call_id, name, arguments):
     _tool_call(None, "add_to_memory", json.dumps({"content": "Anna is the user's sister"})),
     _tool_call("call_0", None, json.dumps({"content": "Anna is the user's sister"})),
     _tool_call("call_0", "add_to_memory", 42),
+    _tool_call("", "add_to_memory", "{}"),
+    _tool_call("call_0", "", "{}"),
 ], ids=["int content", "object content", "int text part", "null call id", "null tool name",
-        "int arguments"])
+        "int arguments", "empty call id", "empty tool name"])
 def test_a_malformed_chat_answer_is_a_provider_error_and_the_retry_is_safe(
     family, owner_client, conversation, openai_llm, message
 ):

@@ -168,6 +168,12 @@ def test_a_corrected_value_shows_the_correction_too(family, conversation):
     LegacyFact.objects.filter(pk=edited.pk).update(source_range_start=20, source_range_end=24)
     html = _client(family.member).get(_source_url(edited)).content.decode()
     assert "every Sunday." in html and "therapy" not in html
+    # Nor one that names the replaced value but corrects nothing (found by a review).
+    MessageFactory(conversation=conversation, sequence=24, role="user",
+                   content="Rose's sister has chemo on Friday and on Sunday, don't tell anyone.")
+    LegacyFact.objects.filter(pk=edited.pk).update(source_range_end=25)
+    html = _client(family.member).get(_source_url(edited)).content.decode()
+    assert "every Sunday." in html and "chemo" not in html
 
 
 def test_a_common_word_shows_at_most_one_message_and_a_weak_match_none(family, conversation):

@@ -241,7 +241,7 @@ def chat_reply(message: Any) -> ChatReply:
 
     - `content` is a string, null (no text) or a list of parts, whose `text` parts are joined
       (other part types, such as a refusal or an image, are left out); anything else is an error.
-    - a tool call needs a string `id` and `function.name`: a call without them cannot be run
+    - a tool call needs a non-empty string `id` and `function.name`: a call without them cannot be run
       nor answered, so the whole answer is refused rather than the call skipped (the model would
       be told nothing of it). `function.arguments` is JSON text, an object (serialized with
       json.dumps) or null (`{}`).
@@ -284,8 +284,8 @@ def _tool_call(call: Any) -> tuple[str, str, str]:
     call_id = getattr(call, "id", None)
     name = getattr(function, "name", None)
     arguments = getattr(function, "arguments", None)
-    if not isinstance(call_id, str) or not isinstance(name, str):
-        raise LLMOutputError("a tool call needs a string 'id' and 'function.name'")
+    if not isinstance(call_id, str) or not isinstance(name, str) or not call_id or not name:
+        raise LLMOutputError("a tool call needs a non-empty 'id' and 'function.name'")
     if isinstance(arguments, dict):
         arguments = json.dumps(arguments)
     elif arguments is None:
