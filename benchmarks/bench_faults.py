@@ -278,6 +278,14 @@ def run(*, database_name: str, clients: int = 16, conversations: int = 2, messag
         # A web worker in the middle of the traffic: its master starts another.
         wait_until(lambda: sum(map(len, acked.values())) >= total * 0.4, 60, 0.05)
         report.killed_web_worker = web.kill_worker()
+        # The kill must land on requests in flight (their clients retry with the same key): on
+        # a loaded machine the killed worker may have been idle, so kill again, at most twice.
+        for _ in range(2):
+            if wait_until(lambda: report.connection_errors > 0, 1.0, 0.05):
+                break
+            if sum(map(len, acked.values())) >= total * 0.9 or not web.worker_pids():
+                break
+            web.kill_worker()
 
         for thread in threads:
             thread.join(timeout=max(1.0, deadline_seconds - (time.monotonic() - started)))
