@@ -827,6 +827,16 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> Correct
             raise NotACorrection()
         if fact.superseded_by_id is not None:
             raise CorrectionCorrected()
+        # A corrected value the author has said again since is current already: the old row
+        # stays history, of that fact, rather than a second current copy of it.
+        said_again = {}
+        for old in restored:
+            again = fact_find_duplicate(legacy=fact.legacy, user=user, content=old.content,
+                                        exclude=fact)
+            if again is not None:
+                said_again[old.pk] = again
+                LegacyFact.objects.filter(pk=old.pk).update(superseded_by=again)
+        restored = [old for old in restored if old.pk not in said_again]
         LegacyFact.objects.filter(pk__in=[f.pk for f in restored]).update(
             superseded_by=None, superseded_at=None
         )

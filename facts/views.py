@@ -417,4 +417,4 @@ def fact_undo_correction(request: HttpRequest, fact_id: str) -> HttpResponse:
         return render(request, "facts/_fact_rows_restored.html",
                       {"facts": rows, "user": request.user, "confirmation": note})
     messages.success(request, note)
-    return redirect(_facts_url(fact.legacy_id, restored[0]))
+    return redirect(_facts_url(fact.legacy_id, restored[0] if restored else None))

@@ -425,6 +425,22 @@ def test_undo_keeps_a_correction_edited_or_said_again_since(family, married):
     assert not services.fact_correction_undo(fact=made, user=family.owner).removed
 
 
+def test_undo_after_the_old_value_was_said_again_leaves_one_current_copy(family, married):
+    """Found by a second hostile-member probe: undoing a correction after the corrected text
+    was added again left two identical current facts."""
+    new = correct(family)
+    services.fact_supersede(old=married, new=new)
+    again, created = services.fact_create(legacy=family.legacy, user=family.owner,
+                                          category="relationship",
+                                          content="Rose married Henry in 1961.")
+    assert created  # the history is no duplicate of a current fact
+    undone = services.fact_correction_undo(fact=new, user=family.owner)
+    assert (undone.restored, undone.removed) == ([], True)
+    assert current_contents(family.legacy, family.owner) == ["Rose married Henry in 1961."]
+    married.refresh_from_db()
+    assert married.superseded_by_id == again.pk
+
+
 def test_a_correction_in_the_same_batch_files_only_the_corrected_fact(family):
     conversation = ConversationFactory(legacy=family.legacy, user=family.owner)
     archive(conversation, [("user", "Rose was born in Cork in 1931."),
