@@ -27,7 +27,7 @@ from agent_memory.models import (
 )
 from agent_memory.serializers import MemorySerializer, document_token_count
 from memory_site.core.errors import Conflict, NotFound
-from memory_site.core.text import NUL_MESSAGE, has_nul, visible_text
+from memory_site.core.text import INVISIBLE_MESSAGE, NUL_MESSAGE, has_nul, visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -99,11 +99,15 @@ def _clean_content(content: object, errors: dict[str, list[str]]) -> str:
     if not isinstance(content, str):
         errors["content"] = ["This field is required and must be text."]
         return ""
-    text = visible_text(content)  # stored as a reader sees it: its length is what they see
-    if not low <= len(text) <= high:
-        errors["content"] = [f"Must be {low}–{high} characters (got {len(text)})."]
+    # Counted as the API's schema counts (whitespace folded), stored as a reader sees it.
+    folded = " ".join(content.split())
+    text = visible_text(folded)
+    if not low <= len(folded) <= high:
+        errors["content"] = [f"Must be {low}–{high} characters (got {len(folded)})."]
     elif has_nul(text):
         errors["content"] = [NUL_MESSAGE]
+    elif not text:
+        errors["content"] = [INVISIBLE_MESSAGE]
     return text
 
 

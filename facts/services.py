@@ -22,6 +22,7 @@ from memory_site.core.language.attributes import contradiction
 from memory_site.core.locks import LockNamespace
 from memory_site.core.sql import quoted_table
 from memory_site.core.text import (
+    INVISIBLE_MESSAGE,
     NUL_MESSAGE,
     comparison_key,
     has_nul,
@@ -399,9 +400,10 @@ DUPLICATE_MESSAGE = "You already have this fact; nothing was added."
 
 
 def _fold_whitespace(content: str) -> str:
-    """A fact as it is stored: as a reader sees it (visible_text), so that its length is what
-    they see and no fact is blank but for invisible characters."""
-    return visible_text(content)
+    """The text whose length the rules count, as the API's schema counts it (whitespace folded:
+    memory_site.core.strict.folded_length_pattern). It is stored as visible_text."""
+    return " ".join(content.split())
+
 
 
 def _validate_fact_fields(
@@ -420,6 +422,8 @@ def _validate_fact_fields(
         ]
     elif has_nul(content):
         errors["content"] = [NUL_MESSAGE]
+    elif content is not None and not visible_text(content):
+        errors["content"] = [INVISIBLE_MESSAGE]
     if visibility is not None and visibility not in LegacyFact.Visibility.values:
         errors["visibility"] = ["Must be private or shared."]
     if errors:
@@ -575,6 +579,7 @@ def fact_create(
     """
     content = _fold_whitespace(content or "")
     _validate_fact_fields(category=category, content=content, visibility=visibility)
+    content = visible_text(content)  # stored as a reader sees it
     with transaction.atomic():
         _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
         _lock_conflict_checks(legacy.pk)
@@ -626,6 +631,8 @@ def fact_update(
     if content is not None:
         content = _fold_whitespace(content)
     _validate_fact_fields(category=category, content=content)
+    if content is not None:
+        content = visible_text(content)  # stored as a reader sees it
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
         _lock_conflict_checks(fact.legacy_id)

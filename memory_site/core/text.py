@@ -100,6 +100,9 @@ def fence_block(tag: str, lines: Iterable[str]) -> str:
 # --- Names compared ------------------------------------------------------------------------------
 
 
+INVISIBLE_MESSAGE = "Must hold characters a reader can see, not only invisible ones."
+
+
 def visible_text(text: str | None) -> str:
     """`text` as a reader sees it: invisible and other format characters (zero-width space,
     joiner, direction marks, …) dropped, composed (NFC) and whitespace folded. How a name is

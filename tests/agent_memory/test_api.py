@@ -185,6 +185,12 @@ def test_a_subject_is_stored_as_a_reader_sees_it(client):
         assert blank["subject"] is None
 
 
+def test_a_memory_is_counted_as_the_schema_counts_and_stored_as_seen(client):
+    # Five characters sent (the schema's count) are enough, though one is invisible.
+    memory = _create(client, content="Rose\u200b!", category="context")
+    assert memory["content"] == "Rose!"
+
+
 def test_a_memory_of_only_invisible_characters_is_refused(client):
     before = _counts()
     for content in ("\u200b" * 5, "\u2800" * 5, "\u3164\u115f\u1160\u034f\u200d"):
