@@ -63,7 +63,8 @@ def test_the_readme_curl_flow_appends_a_message():
     assert response.json()["sequence"] == 0
 
 
-def test_seed_demo_prints_the_curl_for_the_port_of_make_run(monkeypatch):
+def test_seed_demo_prints_the_curl_for_the_port_of_make_run(monkeypatch, settings, tmp_path):
+    settings.MEMORY_DATA_DIR = tmp_path
     monkeypatch.setenv("PORT", "8050")
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
@@ -75,6 +76,11 @@ def test_seed_demo_prints_the_curl_for_the_port_of_make_run(monkeypatch):
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
     assert out.getvalue().splitlines()[-1].endswith(" http://127.0.0.1:8000/api/legacies")
+    # In another terminal than `make run PORT=8622`: where bin/run wrote that it serves.
+    (tmp_path / "serving").write_text("127.0.0.1:8622\n")
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert out.getvalue().splitlines()[-1].endswith(" http://127.0.0.1:8622/api/legacies")
 
 
 @pytest.mark.django_db(transaction=True)

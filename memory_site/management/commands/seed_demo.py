@@ -4,6 +4,7 @@ import logging
 import os
 from contextlib import contextmanager
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -93,8 +94,19 @@ class Command(BaseCommand):
             self.stdout.write(line)
         self.stdout.write("")
         self.stdout.write("Try it:")
-        port = os.environ.get("PORT") or "8000"  # where `make run` serves
         self.stdout.write(
             f'  curl -s -H "Authorization: Token {tokens["alice"]}" '
-            f"http://127.0.0.1:{port}/api/legacies"
+            f"http://{_serving_address()}/api/legacies"
         )
+
+
+def _serving_address() -> str:
+    """Where `make run` (bin/run) last served from this data folder, as it wrote it; PORT when
+    set; else its default."""
+    if os.environ.get("PORT"):
+        return f"127.0.0.1:{os.environ['PORT']}"
+    try:
+        written = (settings.MEMORY_DATA_DIR / "serving").read_text().strip()
+    except OSError:
+        written = ""
+    return written or "127.0.0.1:8000"
