@@ -21,7 +21,8 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    "forget it" waving a topic away after a dismissal ("no, forget it", "never mind, forget
    it"); or
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
-   "go ahead", "please do", …; at most 8 words, no question) and the agent's previous message
+   "go ahead", "please do", "oh yes", "mm-hmm", "yes, thank you so much", "yeah, that'd be
+   lovely", …; at most 8 words, no question) and the agent's previous message
    offered a change of the call's kind in a question of its own ("Would you like me to
    remember …?", "Shall I forget …?": an asking phrase with the agent as the one who acts —
    "would you like me to", "do you want me to", "shall I", "should I", "can I", "let me" —
@@ -111,6 +112,10 @@ _RECALL_QUESTION = re.compile(
     r"|^\s*(?:what|how|why|when|where|who|which|is there|are there|was there)\b"
     r"|\b(?:what|how|why|when|where|who|which)(?:\s+\S+){0,3}\s*$"
 )
+# "Remember when we went to the lake?": a memory shared, not a request (a question to the end
+# of its sentence).
+_REMINISCING = re.compile(r"\s+(?:when|how|the (?:time|day|night|summer|year)|that (?:time|day))"
+                          r"\b[^.!?]*\?")
 # "No, forget it", "never mind, forget it": a topic waved away, not a deletion.
 _WAVED_AWAY = re.compile(r"forget (?:about )?(?:it|that|this|i (?:said|asked|mentioned))\b"
                          r"\s*(?:[.!,]|$)")
@@ -122,8 +127,9 @@ _LOOK_BACK = 300
 _CLAUSE_END = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b")
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
 _AFFIRMATIVE = re.compile(
-    r"^(?:yes|yeah|yep|yup|sure|ok|okay|please do|please|go ahead|do it|do that|absolutely"
-    r"|of course|definitely|certainly|that's right|right|correct)\b"
+    r"^(?:(?:oh|ah|mm|um)[,\s]+)?(?:yes|yeah|yep|yup|yas|sure|ok|okay|please do|please"
+    r"|go ahead|do it|do that|absolutely|of course|definitely|certainly|that's right|right"
+    r"|correct|mhm|mm-hmm|uh-huh)\b"
 )
 _NEGATIVE = re.compile(r"\b(?:no|not|don't|do not|never|nope)\b")
 _AFFIRMATIVE_MAX_WORDS = 8
@@ -132,7 +138,9 @@ _YES_WORDS = frozenset((
     "yes", "yeah", "yep", "sure", "ok", "okay", "please", "do", "go", "ahead", "it", "that",
     "thanks", "thank", "you", "of", "course", "absolutely", "definitely", "certainly", "great",
     "lovely", "good", "idea", "remember", "save", "store", "keep", "note", "add", "right",
-    "correct", "that's", "i'd", "like", "would", "love", "to", "i", "yes,",
+    "correct", "that's", "i'd", "like", "would", "love", "to", "i", "yes,", "so", "much",
+    "that'd", "be", "wonderful", "perfect", "indeed", "her", "him", "them", "is", "was",
+    "exactly", "oh", "mm", "mhm", "nice",
 ))
 # A question of the reply's own: the text since the last sentence end up to a "?" (the full
 # stop of an abbreviation or a decimal number ends no sentence: "Mrs. Jones", "5.5 feet").
@@ -235,6 +243,8 @@ def _asks(kind: str, text: str) -> bool:
             if _SAID_OF_SOMEONE.search(clause):  # "I'll never forget the day he died"
                 continue
             return True
+        if match[0] == "remember" and _REMINISCING.match(own, match.end()):
+            continue  # "Remember when we went to the lake?"
         if kind == DELETE and _WAVED_AWAY.match(own, match.start()) and (
             _DISMISSAL.search(own[max(start, match.start() - 40):match.start()])
         ):

@@ -45,6 +45,15 @@ def _decide(user, name, arguments, said, previous=""):
      True, "confirmation"),
     ("Sure, go ahead!", OFFER, {"content": "Her favourite colour was blue", "category": "person"},
      True, "confirmation"),
+    # Yes, as families say it (found by a walkthrough).
+    ("Yes, thank you so much", OFFER,
+     {"content": "Her favourite colour was blue", "category": "person"}, True, "confirmation"),
+    ("Yeah, that'd be lovely", OFFER,
+     {"content": "Her favourite colour was blue", "category": "person"}, True, "confirmation"),
+    ("Oh yes", OFFER,
+     {"content": "Her favourite colour was blue", "category": "person"}, True, "confirmation"),
+    ("mm-hmm", OFFER,
+     {"content": "Her favourite colour was blue", "category": "person"}, True, "confirmation"),
     # An explicit request.
     ("Remember that I prefer Friday due dates",
      "", {"content": "User prefers Friday due dates", "category": "preference"}, True, "request"),
@@ -246,6 +255,8 @@ def test_deactivate_fact(alice, sarah, said, previous, allowed):
     # A statement of grief with "never forget" asks for nothing.
     ("I'll never forget the day we moved to my address, 12 Elm Street", False),
     ("Can you tell me what you remember of my address, 12 Elm Street?", False),
+    # Reminiscing asks nothing (found by a walkthrough).
+    ("Remember when we moved to my address, 12 Elm Street?", False),
 ])
 def test_what_asks_to_remember_and_what_does_not(alice, said, allowed):
     decision = _decide(alice, "add_to_memory",

@@ -61,6 +61,19 @@ def test_an_offline_turn_saves_both_messages_and_answers_honestly(family, owner_
     assert body["assistant_message"]["id"] == str(saved[1].pk)
 
 
+def test_a_held_back_offline_write_is_told_to_the_user_as_a_question(
+        family, owner_client, conversation):
+    """Found by a walkthrough: the write rule's reason, written for the model ("Held back,
+    nothing was written: … call the tool again."), was shown to a grieving family member."""
+    response = owner_client.post(_url(conversation),
+                                 {"content": "Never mention the accident again."}, format="json")
+    assert response.status_code == 201
+    reply = response.json()["reply"]
+    assert "Held back" not in reply and "call the tool" not in reply
+    assert "I haven't saved anything. If you'd like me to remember it, say" in reply
+    assert not AgentMemory.objects.exists()
+
+
 def test_the_same_state_gives_the_same_offline_reply(family, conversation):
     from datetime import UTC, datetime
 

@@ -124,6 +124,10 @@ def _after_tools(tool_results: list[dict[str, Any]]) -> str:
                 f"Noted — I'll remember that: {stored.get('content', '')} "
                 f"[id:{stored.get('memory_id', '?')}]"
             )
+        elif result.get("code") == "not_confirmed":
+            # The write rule's reason is written for the model; the user reads a question.
+            parts.append("I haven't saved anything. If you'd like me to remember it, say "
+                         "\"remember that …\" and I will.")
         else:
             parts.append(f"I couldn't store that: {result.get('detail', 'unknown error')}")
     return f"{' '.join(parts)} {OFFLINE_NOTICE}"
