@@ -352,6 +352,16 @@ def test_a_corrected_day_of_the_week_keeps_the_number_the_fact_said_it_in():
         ("Rose sang in the church choir on Tuesdays.", "f1")]
 
 
+def test_a_message_that_asks_not_to_be_kept_files_nothing():
+    """Found by a walkthrough: "Please don't save anything about her illness" filed the
+    illness the same message told."""
+    assert facts_of("Rose had cancer for two years at the end. Please don't save anything "
+                    "about her illness.", "Rose loved jazz.") == ["Rose loved jazz."]
+    # Said of someone, it is a fact like any other.
+    assert facts_of("Rose kept bees. She never wrote down her recipes.") == [
+        "Rose kept bees.", "Rose never wrote down her recipes."]
+
+
 def test_a_correction_that_matches_nothing_files_no_fragment_and_touches_no_fact():
     known = ("Rose loved dahlias.",)
     assert corrected("Actually it was 1985.", known=known) == []

@@ -1113,6 +1113,18 @@ def _strip_markers(sentence: str) -> tuple[str, bool]:
         text, marked = stripped, True
 
 
+# A wish that something not be kept: "please don't save anything about her illness", "do not
+# store that", "never write this down", "don't share this with the family" (not said of
+# someone: "she never write down her recipes").
+_KEEP_OUT = re.compile(
+    r"(?<!\bshe )(?<!\bhe )(?<!\bthey )(?<!\bwe )(?<!\bi )(?<!\bwho )"
+    r"\b(?:don'?t|do not|never|no need to|rather you didn'?t)\s+(?:\w+\s+){0,2}?"
+    r"(?:save|store|record|keep|write|note|file|share|add)\b"
+    r"(?:\s+(?:\w+\s+){0,2}?(?:about|of|that|this|it|down|anything|any of)\b)",
+    re.IGNORECASE,
+)
+
+
 def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                   aliases: Sequence[str] = (),
                   known_facts: Sequence[KnownFact] = ()) -> list[ExtractedFact]:
@@ -1165,6 +1177,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             previous_is_users = False
             continue
         if line.role != "user":
+            continue
+        if _KEEP_OUT.search(line.content):
+            # "She had cancer at the end. Please don't save anything about her illness.": the
+            # message's wish holds for all of it; nothing of it is filed.
+            previous = (split_sentences(line.content) or [previous])[-1]
+            previous_is_users = True
             continue
         for sentence in _clauses(split_sentences(line.content), reference, others):
             before, previous = previous, sentence
