@@ -350,6 +350,10 @@ def test_a_corrected_day_of_the_week_keeps_the_number_the_fact_said_it_in():
     assert corrected("Actually it was Tuesday, not Sunday.",
                      known=("Rose sang in the church choir on Sundays.",)) == [
         ("Rose sang in the church choir on Tuesdays.", "f1")]
+    # A whole statement that takes back the plural of the day the fact says (a walkthrough).
+    assert corrected("Actually, she called Ruth on Saturdays, not Sundays.",
+                     known=("Rose called her sister Ruth every Sunday at six.",)) == [
+        ("Rose called her sister Ruth every Saturday at six.", "f1")]
 
 
 def test_a_message_that_asks_not_to_be_kept_files_nothing():

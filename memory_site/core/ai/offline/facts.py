@@ -840,6 +840,15 @@ def _in_number_of(new: str, target: str) -> str:
     return day.group("day") + said.group("plural")
 
 
+def _said_in(text: str, value: str) -> str | None:
+    """How `text` says the value a correction takes back: as given, or a day of the week in
+    the other number ("not Sundays" takes back "every Sunday")."""
+    day = _WEEKDAY.fullmatch(value)
+    pattern = rf"{day.group('day')}s?" if day else re.escape(value)
+    match = re.search(rf"\b{pattern}\b", text, re.IGNORECASE if day else 0)
+    return match[0] if match else None
+
+
 def _apply_correction(found: _BatchFacts, body: str) -> bool:
     """A fragment such as "it was 1962" or "1962, not 1961" replaces the value of the same
     kind in the most recent fact that has one. Returns whether a fact changed."""
@@ -950,11 +959,11 @@ def _corrects(new: str, old: str, *, marked: bool, taken_back: str | None) -> st
     if restated is not None:
         new_text, old_text = restated
     elif found is None:
-        if not (taken_back and re.search(rf"\b{re.escape(taken_back)}\b", old)
-                and _similarity(new, old) >= 0.3):
+        said = _said_in(old, taken_back) if taken_back else None
+        if not (said and _similarity(new, old) >= 0.3):
             return None
         new_values = [v for v in re.findall(r"\b\w+\b", new) if v not in old]
-        old_text = taken_back
+        old_text = said
         new_text = new_values[-1] if new_values else None
     elif found is not None:
         new_text, old_text = found[0].text, found[1].text
