@@ -124,6 +124,30 @@ def test_remember_that_calls_add_to_memory_and_the_next_turn_knows_it(family, ow
     assert body["token_counts"]["memory"] > 0
 
 
+@pytest.mark.parametrize("said, stored", [
+    # Asked in the ways families ask (found by a walkthrough).
+    ("Could you also remember that my sister Anna bakes on Sundays?",
+     "My sister Anna bakes on Sundays"),
+    ("Don't forget that my sister Anna bakes on Sundays.", "My sister Anna bakes on Sundays"),
+    ("Remember: my sister Anna bakes on Sundays.", "My sister Anna bakes on Sundays"),
+    ("We talked for hours about the old house and the garden. " * 60
+     + "Please remember that my sister Anna bakes on Sundays.",
+     "My sister Anna bakes on Sundays"),
+])
+def test_an_offline_turn_stores_a_request_put_another_way(family, owner_client, conversation,
+                                                          said, stored):
+    response = owner_client.post(_url(conversation), {"content": said}, format="json")
+    assert response.status_code == 201
+    [memory] = active_memories_for_user(family.owner)
+    assert memory.content == stored
+
+
+def test_an_offline_turn_stores_nothing_for_a_memory_shared(family, owner_client, conversation):
+    owner_client.post(_url(conversation), {"content": "Remember when we went to the lake?"},
+                      format="json")
+    assert not active_memories_for_user(family.owner)
+
+
 def test_an_assistant_reply_enqueues_summarisation(family, owner_client, conversation,
                                                    django_capture_on_commit_callbacks):
     for i in range(3):

@@ -24,12 +24,24 @@ _REMEMBER = re.compile(
     r"^\s*(?:please\s+)?(?:remember|note)\s+(?:that\s+)?(?P<what>.+?)\s*[.!]?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+# A request further in the message, or put another way: "… Please remember that her sister
+# Ruth lives in Toledo.", "Could you also remember that …?", "Don't forget that …",
+# "Remember: …". Its sentence is what is stored.
+_REMEMBER_WITHIN = re.compile(
+    r"(?:^|[.!?;]\s+|,\s+)(?:please\s+|so\s+|and\s+)?(?:(?:could|can|would|will) you\s+"
+    r"(?:also\s+|please\s+)?)?(?:remember|note|don'?t forget|do not forget)"
+    r"(?:\s+that\b|\s*[:,])?\s+(?P<what>[^.!?]+)",
+    re.IGNORECASE,
+)
+# "Remember when we went to the lake?": a memory shared, not one to store.
+_REMINISCING = re.compile(r"(?:when|how|the time|that time)\b", re.IGNORECASE)
 _FROM_NOW_ON = re.compile(r"^\s*(?:from now on|always|never)\b.+", re.IGNORECASE | re.DOTALL)
 _PREFERENCE = re.compile(r"\b(prefer|like|love|hate|always|never|from now on)\b", re.IGNORECASE)
 _UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
 OFFER_PREFIX = "Would you like me to remember that "
 _OFFER = re.compile(re.escape(OFFER_PREFIX) + r"(?P<what>.+?)\?")
-_YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please do|go ahead|do)\b", re.I)
+_YES = re.compile(r"^\s*(?:(?:oh|ah|mm)[,\s]+)?(?:yes|yeah|yep|sure|ok(?:ay)?|please do|go ahead"
+                  r"|do|absolutely|of course|definitely|certainly|mhm|mm-hmm|uh-huh)\b", re.I)
 _NO = re.compile(r"^\s*(?:no|nope|don'?t|do not|not now)\b", re.I)
 # What is worth offering to remember: a person's role for the user, a preference, a favourite.
 _SUGGEST = re.compile(
@@ -65,13 +77,17 @@ def _fenced(prompt: str, tag: str) -> list[str]:
 
 def _remember_request(text: str) -> dict[str, str] | None:
     match = _REMEMBER.match(text)
+    if match is None or len(match.group("what")) > MEMORY_CONTENT_MAX:
+        match = next(reversed(list(_REMEMBER_WITHIN.finditer(text))), match)
     what = match.group("what") if match else (text.strip() if _FROM_NOW_ON.match(text) else "")
     what = " ".join(what.split())
-    if len(what) < 5:
+    if len(what) < 5 or _REMINISCING.match(what):
         return None
     what = what[0].upper() + what[1:]
+    if len(what) > MEMORY_CONTENT_MAX:  # cut at a word, and say so
+        what = what[:MEMORY_CONTENT_MAX - 1].rsplit(" ", 1)[0] + "…"
     return {
-        "content": what[:MEMORY_CONTENT_MAX],
+        "content": what,
         "category": "preference" if _PREFERENCE.search(what) else "context",
     }
 
