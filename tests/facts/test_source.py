@@ -147,14 +147,17 @@ def test_the_facts_stemmed_words_choose_one_message_the_earliest_on_a_tie(family
     assert "Mum loved her peony beds by the porch." in html
 
 
+def _said(conversation, start: int, *contents: str) -> None:
+    """The user's messages `contents`, from sequence `start` on."""
+    for sequence, content in enumerate(contents, start=start):
+        MessageFactory(conversation=conversation, sequence=sequence, role="user", content=content)
+
+
 def test_a_corrected_value_shows_the_correction_too(family, conversation):
     """Found by a new-user walkthrough: a family member opening the source of "… every
     Tuesday" saw only "… every Sunday.", the message the correction replaced."""
-    for sequence, content in enumerate(
-        ["Rose sang in the church choir every Sunday.", "Actually it was Tuesdays, not Sundays.",
-         "She loved the hymns."], start=20,
-    ):
-        MessageFactory(conversation=conversation, sequence=sequence, role="user", content=content)
+    _said(conversation, 20, "Rose sang in the church choir every Sunday.",
+          "Actually it was Tuesdays, not Sundays.", "She loved the hymns.")
     fact = _fact(family, conversation, "shared", "Rose sang in the church choir every Tuesday.")
     LegacyFact.objects.filter(pk=fact.pk).update(source_range_start=20, source_range_end=23)
     html = _client(family.member).get(_source_url(fact)).content.decode()
@@ -177,11 +180,8 @@ def test_a_corrected_value_shows_the_correction_too(family, conversation):
 
 
 def test_a_common_word_shows_at_most_one_message_and_a_weak_match_none(family, conversation):
-    for sequence, content in enumerate(
-        ["Rose was kind to the neighbours.", "The kind of day I hate: rain.",
-         "My boss is not kind either."], start=20,
-    ):
-        MessageFactory(conversation=conversation, sequence=sequence, role="user", content=content)
+    _said(conversation, 20, "Rose was kind to the neighbours.", "The kind of day I hate: rain.",
+          "My boss is not kind either.")
     kind = _fact(family, conversation, "shared", "Rose was kind.")
     LegacyFact.objects.filter(pk=kind.pk).update(source_range_start=20, source_range_end=23)
     html = _client(family.member).get(_source_url(kind)).content.decode()
