@@ -185,6 +185,18 @@ def active_memory_with_subject(*, user: AbstractBaseUser, subject: str) -> Agent
     return None if match is None else memories.get(pk=match)
 
 
+def active_memory_with_content(*, user: AbstractBaseUser, content: str) -> AgentMemory | None:
+    """The user's active memory whose current text reads as `content` (comparison_key's form),
+    annotated like memories_for_user; None when there is none."""
+    key = comparison_key(content)
+    if not key:
+        return None
+    memories = active_memories_for_user(user)
+    match = next((pk for pk, text in memories.values_list("pk", "content")
+                  if comparison_key(text) == key), None)
+    return None if match is None else memories.get(pk=match)
+
+
 def places_for_user(user: AbstractBaseUser) -> QuerySet[Place]:
     """The user's places, oldest first, with the number of conversations that mention each."""
     if not user.is_authenticated:

@@ -221,6 +221,15 @@ def _memory_result(memory: AgentMemory, content: str, version: int) -> dict:
 
 
 def _add_to_memory(*, user, arguments, conversation, message, origin) -> dict:
+    content = arguments.get("content")
+    held = (selectors.active_memory_with_content(user=user, content=content)
+            if isinstance(content, str) else None)
+    if held is not None:
+        # The same text said again (a family repeats itself): one memory, not two.
+        return _ok(ADD_TO_MEMORY, {
+            **_memory_result(held, held.content, held.version),
+            "message": f"Already remembered [id:{held.pk}]; nothing was added.",
+        })
     try:
         memory = services.memory_create(
             user=user,

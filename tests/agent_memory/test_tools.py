@@ -49,6 +49,19 @@ def test_the_tools_are_openai_function_definitions(client):
     assert "WHEN TO USE:" in manage["function"]["description"]
 
 
+def test_the_same_text_added_twice_is_one_memory(client, alice):
+    """Found by a walkthrough: "Remember that Mom called every Sunday at six." said twice made
+    two identical memories."""
+    first = _call(client, "add_to_memory",
+                  {"content": "Mom called every Sunday at six", "category": "context"}).json()
+    again = _call(client, "add_to_memory",
+                  {"content": "mom called every  Sunday at six", "category": "context"}).json()
+    assert again["ok"] is True
+    assert again["result"]["memory_id"] == first["result"]["memory_id"]
+    assert again["result"]["message"].startswith("Already remembered")
+    assert AgentMemory.objects.filter(user=alice).count() == 1
+
+
 def test_add_to_memory_runs_as_the_caller_and_records_the_source(client, alice):
     conversation = ConversationFactory(user=alice, legacy__created_by=alice)
     message = MessageFactory(conversation=conversation, sequence=0)
