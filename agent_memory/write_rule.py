@@ -32,8 +32,10 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    not remember …?" offer nothing), outside the span from the message's first
    quotation mark to its last, of any style: `memory_site.core.text.outside_quotations`, so that
    text the agent quotes cannot end its quotation early with a mark of its own); or
-3. for update_memory only, **states it**: the user's message names the memory (its subject or
-   a word of its text) and brings new words for it (seed 003: an update needs no confirmation);
+3. for update_memory only, **states it**: the user's message states how things are now or
+   what changed ("is", "lives", "works", "moved", "left", "now", "these days" …), names the
+   memory (its subject or a word of its text) and brings new words for it (seed 003: an
+   update needs no confirmation; "I wonder what Mae would have said" states nothing);
 
 and the text written — content, and a subject of more than four words — comes from the user (**grounding**): at least
 two thirds of the words it adds (words of three or more letters, or with a digit, outside a
@@ -408,10 +410,21 @@ def write_decision(
     return WriteDecision(allowed=True, kind=kind, basis=basis)
 
 
+# What makes a statement a statement of how things are now: a present state ("is", "lives",
+# "works"), a change ("moved", "left", "retired"), or a time marker ("now", "these days").
+# "I wonder what Mae would have said" states nothing that an update could write.
+_STATE_OR_CHANGE = re.compile(
+    r"\b(?:is|are|lives|works|leads|runs|owns|goes|moved|changed|switched|became"
+    r"|started|stopped|left|joined|retired|quit|got|married|divorced|passed|died|now"
+    r"|these days|nowadays|since|instead|anymore|no longer|new)\b|'s\b"
+)
+
+
 def _states_change(memory, said: str, written: str) -> bool:
-    """A statement updates a memory when it mentions the memory (its subject or a word of its
-    text) and the new text brings words the memory did not have."""
-    if memory is None:
+    """A statement updates a memory when it states how things are now or what changed
+    (_STATE_OR_CHANGE), mentions the memory (its subject or a word of its text) and the new
+    text brings words the memory did not have."""
+    if memory is None or not _STATE_OR_CHANGE.search(_normal(said)):
         return False
     about = _stems(f"{memory.subject or ''} {memory.content}")
     return bool(about & _stems(said)) and bool(_stems(written) - about)

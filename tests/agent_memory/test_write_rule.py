@@ -198,6 +198,9 @@ def test_quotations_around_the_agent_s_own_offer_leave_it_an_offer(alice, previo
     ("Tell me about her garden", "Sarah works on the Design team", False, ""),
     ("Sarah says hello", "CANARY-RESET by the family", False, ""),
     ("Sarah moved to the Design team", "Sarah works on the Platform team", False, ""),
+    # A musing states nothing (found by a second hostile-member probe).
+    ("I wonder what Sarah would have said about the Design team", "Sarah works on the Design "
+     "team", False, ""),
 ])
 def test_update_memory(alice, sarah, said, content, allowed, basis):
     decision = _decide(alice, "update_memory", {"memory_id": sarah.pk, "content": content}, said)
