@@ -176,24 +176,24 @@ def active_memory_with_subject(*, user: AbstractBaseUser, subject: str) -> Agent
     memory_site.core.text.comparison_key's form (case, full-width letters, zero-width
     characters and spacing do not make another subject). In Python, since PostgreSQL has
     no case folding: a user's active memories are few (the token budget bounds them)."""
-    key = comparison_key(subject)
-    if not key:
-        return None
-    memories = active_memories_for_user(user)
-    held = memories.filter(subject__isnull=False).values_list("pk", "subject")
-    match = next((pk for pk, other in held if comparison_key(other) == key), None)
-    return None if match is None else memories.get(pk=match)
+    return _active_memory_reading(user=user, field="subject", text=subject)
 
 
 def active_memory_with_content(*, user: AbstractBaseUser, content: str) -> AgentMemory | None:
     """The user's active memory whose current text reads as `content` (comparison_key's form),
     annotated like memories_for_user; None when there is none."""
-    key = comparison_key(content)
+    return _active_memory_reading(user=user, field="content", text=content)
+
+
+def _active_memory_reading(*, user: AbstractBaseUser, field: str, text: str) -> AgentMemory | None:
+    """The user's active memory whose `field` ("subject", or the annotated current "content")
+    reads as `text` in comparison_key's form."""
+    key = comparison_key(text)
     if not key:
         return None
     memories = active_memories_for_user(user)
-    match = next((pk for pk, text in memories.values_list("pk", "content")
-                  if comparison_key(text) == key), None)
+    held = memories.exclude(**{f"{field}__isnull": True}).values_list("pk", field)
+    match = next((pk for pk, other in held if comparison_key(other) == key), None)
     return None if match is None else memories.get(pk=match)
 
 

@@ -37,12 +37,13 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    memory (its subject or a word of its text) and brings new words for it (seed 003: an
    update needs no confirmation; "I wonder what Mae would have said" states nothing);
 
-and the text written — content, and a subject of more than four words — comes from the user (**grounding**): at least
-two thirds of the words it adds (words of three or more letters, or with a digit, outside a
-short list of function words, compared on their first five letters) appear in the user's
-message — or, when confirming, in that message or the offer it confirms — and it says "not",
-"never", "no" … only where the memory already did or the user said such a word. A deletion must name the memory: its id, its subject, or half of
-the words of its text, in those same messages.
+and the text written — content, and a subject of more than four words — comes from the user
+(**grounding**): at least two thirds of the words it adds (words of three or more letters, or
+with a digit, outside a short list of function words, compared on their first five letters)
+appear in the user's message — or, when confirming, in that message or the offer it confirms —
+and it says "not", "never", "no" … only where the memory already did or the user said such a
+word. A deletion must name the memory: its id, its subject, or half of the words of its text,
+in those same messages.
 
 Reading (get_memory) is never held back. Everything else is refused with the reason, which
 the model reads as the tool result (code `not_confirmed`) and the turn records with the call.
@@ -57,6 +58,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from agent_memory import selectors
 from memory_site.core.errors import NotFound
+from memory_site.core.language.words import AFFIRMATIVE
 from memory_site.core.text import comparison_key, outside_quotations
 
 ADD, UPDATE, DELETE = "add", "update", "delete"
@@ -128,11 +130,7 @@ _DISMISSAL = re.compile(r"(?:^|\W)(?:no|nah|nope|never ?mind|oh well|ok|okay|wha
 _LOOK_BACK = 300
 _CLAUSE_END = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b")
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
-_AFFIRMATIVE = re.compile(
-    r"^(?:(?:oh|ah|mm|um)[,\s]+)?(?:yes|yeah|yep|yup|yas|sure|ok|okay|please do|please"
-    r"|go ahead|do it|do that|absolutely|of course|definitely|certainly|that's right|right"
-    r"|correct|mhm|mm-hmm|uh-huh)\b"
-)
+_AFFIRMATIVE = re.compile(rf"^{AFFIRMATIVE}")
 _NEGATIVE = re.compile(r"\b(?:no|not|don't|do not|never|nope)\b")
 _AFFIRMATIVE_MAX_WORDS = 8
 # What may follow the yes: more yes, politeness, "remember it". "Sure, tell me more" is no yes.
@@ -156,12 +154,8 @@ _OFFER_ASK = (
     r"\b(?:(?:would|do) you (?:like|want) me to|want me to|like me to|shall i|should i|can i"
     r"|could i|may i|let me)(?:\s+(?:also|just|go ahead and|please))?\s+"
 )
-_OFFER_WORDS = {
-    ADD: r"remember|store|save|note|make a note|keep (?:that|this|it) in mind|add|write",
-    UPDATE: (r"remember|store|save|note|make a note|keep (?:that|this|it) in mind|add|write"
-             rf"|{_UPDATE_WORDS}"),
-    DELETE: _DELETE_WORDS,
-}
+_OFFER_ADD = r"remember|store|save|note|make a note|keep (?:that|this|it) in mind|add|write"
+_OFFER_WORDS = {ADD: _OFFER_ADD, UPDATE: rf"{_OFFER_ADD}|{_UPDATE_WORDS}", DELETE: _DELETE_WORDS}
 _OFFERS = {
     kind: re.compile(rf"{_OFFER_ASK}(?:{words})\b") for kind, words in _OFFER_WORDS.items()
 }

@@ -560,6 +560,17 @@ _CORRECTION_MARK = re.compile(
 )
 
 
+def _values(text: str) -> set[str]:
+    """The values `text` states, lower-cased: capitalised words after its first, and numbers."""
+    return {word.lower() for word in _VALUE_WORD.findall(text.split(" ", 1)[-1])}
+
+
+def _lexemes_of(lexemes: set[str], values: set[str]) -> set[str]:
+    """Those of `lexemes` that stand for one of `values` (a lexeme is its word's stem, so it
+    starts the word)."""
+    return {lexeme for lexeme in lexemes if any(value.startswith(lexeme) for value in values)}
+
+
 def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     """The message(s) of the author's in the source range that the fact was taken from: the
     user message sharing the most words with the fact (stemmed, stopwords and the words of the
@@ -592,23 +603,13 @@ def fact_source_matching_messages(*, fact: LegacyFact) -> list[Message]:
     best = max(scored, key=lambda pair: (pair[0], -pair[1].sequence), default=None)
     if best is None or best[0] < needed:
         return []
-    # The values of the fact (capitalised words after its first, numbers) that the best
-    # message lacks; a lexeme is its word's stem, so it starts the word.
-    values = {word.lower() for word in _VALUE_WORD.findall(fact.content.split(" ", 1)[-1])}
-    missing = {
-        lexeme for lexeme in wanted - set(best[1].words)
-        if any(value.startswith(lexeme) for value in values)
-    }
+    # The values of the fact that the best message lacks.
+    values = _values(fact.content)
+    missing = _lexemes_of(wanted - set(best[1].words), values)
     # What the correction replaced: the best message's values that the fact does not say. A
     # message that brings the fact's value names it too ("Tuesdays, not Sundays"); one that
     # only happens to say the value (another private matter "on Tuesday") is not shown.
-    best_values = {
-        word.lower() for word in _VALUE_WORD.findall(best[1].content.split(" ", 1)[-1])
-    } - values
-    replaced = {
-        lexeme for lexeme in set(best[1].words) - wanted
-        if any(value.startswith(lexeme) for value in best_values)
-    }
+    replaced = _lexemes_of(set(best[1].words) - wanted, _values(best[1].content) - values)
     rest = [(len(missing & set(message.words)), message) for _, message in scored
             if message.pk != best[1].pk and replaced & set(message.words)
             and _CORRECTION_MARK.search(message.content)]

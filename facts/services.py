@@ -405,7 +405,6 @@ def _fold_whitespace(content: str) -> str:
     return " ".join(content.split())
 
 
-
 def _validate_fact_fields(
     *, category: str | None = None, content: str | None = None, visibility: str | None = None
 ) -> None:
@@ -700,13 +699,12 @@ def facts_release_conversation(
     cleared by the foreign key's SET NULL). Returns how many were deleted or kept."""
     facts = LegacyFact.objects.filter(source_conversation=conversation, user=user)
     with transaction.atomic():
-        if not keep:
-            _lock_conflict_checks(conversation.legacy_id)  # as fact_delete
         if keep:
             return facts.update(
                 source_conversation=None, source_range_start=None, source_range_end=None,
                 updated_at=timezone.now(),
             )
+        _lock_conflict_checks(conversation.legacy_id)  # as fact_delete
         _unlink_history(list(facts.values_list("pk", flat=True)))
         _, deleted = facts.delete()
     return deleted.get(LegacyFact._meta.label, 0)
@@ -836,12 +834,12 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> Correct
             raise CorrectionCorrected()
         # A corrected value the author has said again since is current already: the old row
         # stays history, of that fact, rather than a second current copy of it.
-        said_again = {}
+        said_again = set()
         for old in restored:
             again = fact_find_duplicate(legacy=fact.legacy, user=user, content=old.content,
                                         exclude=fact)
             if again is not None:
-                said_again[old.pk] = again
+                said_again.add(old.pk)
                 LegacyFact.objects.filter(pk=old.pk).update(superseded_by=again)
         restored = [old for old in restored if old.pk not in said_again]
         LegacyFact.objects.filter(pk__in=[f.pk for f in restored]).update(

@@ -126,7 +126,8 @@ def comparison_key(text: str | None) -> str:
 
 # Every quotation mark, of any script and style: straight and full-width double quotes, “ ” „ ‟
 # ⹂, « » ‹ › ‚ ‛, the corner brackets 「 」 『 』 (and their vertical and half-width forms ｢ ｣),
-# 〝 〞 〟, the double primes ″ ‶ and ditto mark 〃 used as quotes, and the ornament marks; and the single quotes that double as apostrophes (' ＇ ‘ ’), see _marks.
+# 〝 〞 〟, the double primes ″ ‶ and ditto mark 〃 used as quotes, and the ornament marks; and
+# the single quotes that double as apostrophes (' ＇ ‘ ’), see _marks.
 _QUOTATION_MARKS = (
     "\"\uff02\u201c\u201d\u201e\u201f\u2e42\u00ab\u00bb\u2039\u203a\u201a\u201b"
     "\u300c-\u300f\ufe41-\ufe44\u301d-\u301f\u275b-\u275e\u276e\u276f\U0001f676-\U0001f678"

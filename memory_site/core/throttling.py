@@ -21,13 +21,18 @@ class _SettingRate:
         return getattr(settings, self.rate_setting, "") or None
 
 
+def _key_platform(request: object) -> object | None:
+    """The platform whose key made the request, with or without X-User-Id; None otherwise."""
+    return getattr(getattr(request, "auth", None), "platform_id", None)
+
+
 def _platform_of(request: object) -> object | None:
     """The platform of a request made with a platform key and no X-User-Id (provisioning,
     webhooks): authenticated, but with no user (memory_site.platforms.authentication)."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return None
-    return getattr(getattr(request, "auth", None), "platform_id", None)
+    return _key_platform(request)
 
 
 class UserRateThrottle(_SettingRate, throttling.UserRateThrottle):
@@ -60,7 +65,7 @@ class PlatformRateThrottle(_SettingRate, throttling.SimpleRateThrottle):
     rate_setting = "THROTTLE_RATE_PLATFORM"
 
     def get_cache_key(self, request, view) -> str | None:
-        platform = getattr(getattr(request, "auth", None), "platform_id", None)
+        platform = _key_platform(request)
         if platform is None:
             return None  # not a platform key's call: not counted here
         return self.cache_format % {"scope": self.scope, "ident": platform}

@@ -80,3 +80,12 @@ def ends_at(pattern: re.Pattern[str], text: str, position: int) -> bool:
 KIN_ANY = alternation(list(FAMILY_OF))
 # "Ma'am", "pop music" and "Mother's Day" are not relatives.
 NOT_KIN_AFTER = r"(?!['’]am\b)(?!\s+(?:music|art|songs?|stars?|culture|quiz|corn)\b)(?!['’]s\s+Day\b)"
+
+
+# A yes, however it opens ("oh yes", "mm-hmm", "yes please"): what the offline agent reads as
+# a yes to its offer is what the write rule (agent_memory.write_rule) takes as one.
+AFFIRMATIVE = (
+    r"(?:(?:oh|ah|mm|um)[,\s]+)?(?:yes|yeah|yep|yup|yas|sure|ok|okay|please do|please|go ahead"
+    r"|do it|do that|absolutely|of course|definitely|certainly|that's right|right|correct|mhm"
+    r"|mm-hmm|uh-huh)\b"
+)

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from memory_site.core.ai.base import ChatReply, ToolCall
+from memory_site.core.language.words import AFFIRMATIVE
 from memory_site.core.text import quotable
 
 OFFLINE_NOTICE = (
@@ -40,8 +41,7 @@ _PREFERENCE = re.compile(r"\b(prefer|like|love|hate|always|never|from now on)\b"
 _UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
 OFFER_PREFIX = "Would you like me to remember that "
 _OFFER = re.compile(re.escape(OFFER_PREFIX) + r"(?P<what>.+?)\?")
-_YES = re.compile(r"^\s*(?:(?:oh|ah|mm)[,\s]+)?(?:yes|yeah|yep|sure|ok(?:ay)?|please do|go ahead"
-                  r"|do|absolutely|of course|definitely|certainly|mhm|mm-hmm|uh-huh)\b", re.I)
+_YES = re.compile(rf"^\s*{AFFIRMATIVE}", re.I)  # the write rule's yes
 _NO = re.compile(r"^\s*(?:no|nope|don'?t|do not|not now)\b", re.I)
 # What is worth offering to remember: a person's role for the user, a preference, a favourite.
 _SUGGEST = re.compile(
