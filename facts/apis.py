@@ -77,6 +77,16 @@ def _added_by_integration(request: Request, username: str) -> bool:
     return may_add is None or may_add(request, username)
 
 
+def _named(request: Request, username: str, *, provision: bool = True) -> str:
+    """The username a family call names, as the request's authentication class reads it: a
+    platform key names its users by their external id (`member_username`); a session or an API
+    token by username. `me` stays the caller."""
+    read = getattr(request.successful_authenticator, "member_username", None)
+    if read is None or username.lower() == services.ME:
+        return username
+    return read(request, username, provision=provision)
+
+
 class LegacyMemberListCreateApi(APIView):
     @extend_schema(
         summary="List the family of a legacy",
@@ -96,8 +106,10 @@ class LegacyMemberListCreateApi(APIView):
         "integrations only, which hold their users' consent (the authentication classes of "
         "`FAMILY_DIRECT_ADD_AUTHENTICATORS`): a person's session or API token gets 403 "
         "`invitation_required` and invites instead (`POST /api/legacies/{id}/invitations`). "
-        "The caller must be the legacy's owner; 400 for an unknown username, 409 when that user "
-        "already belongs to the legacy, 404 for a legacy I do not belong to.",
+        "A platform names its user by external id (`username`: what it sends as X-User-Id; "
+        "provisioned on first mention). The caller must be the legacy's owner; 400 for an "
+        "unknown username, 409 when that user already belongs to the legacy, 404 for a legacy "
+        "I do not belong to.",
         request=MemberInputSerializer,
         responses={
             201: MembershipSerializer,
@@ -113,10 +125,11 @@ class LegacyMemberListCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if not _added_by_integration(request, data.validated_data["username"]):
+        username = _named(request, data.validated_data["username"])
+        if not _added_by_integration(request, username):
             raise services.InvitationRequired()
         membership = services.legacy_member_add(
-            legacy=legacy, added_by=request.user, **data.validated_data
+            legacy=legacy, added_by=request.user, **{**data.validated_data, "username": username}
         )
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
@@ -164,7 +177,8 @@ class LegacyMemberDetailApi(APIView):
     def delete(self, request: Request, legacy_id: str, username: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         removed = services.membership_remove(
-            legacy=legacy, removed_by=request.user, username=username
+            legacy=legacy, removed_by=request.user,
+            username=_named(request, username, provision=False),
         )
         return _ended(username, removed)
 
@@ -190,7 +204,9 @@ class LegacyInvitationListCreateApi(APIView):
         summary="Invite someone to a legacy's family",
         description="`{username, role}` (role `member`, the default, or `owner`). The person "
         "becomes a member only by accepting (`POST /api/invitations/{id}/accept`). 202 with the "
-        "same body whether or not an account of that name exists. Only an owner invites (403 "
+        "same body whether or not an account of that name exists (an account of another "
+        "platform, or of the dashboard for a platform's user, is as good as unknown). A "
+        "platform names its users by external id. Only an owner invites (403 "
         "for a member, 404 for a legacy I do not belong to); 400 for bad input (and the "
         "username `me`, which the member paths read as the caller); 409 `already_member` (also "
         "for myself) or `already_invited` (a pending invitation of that username).",
@@ -208,7 +224,8 @@ class LegacyInvitationListCreateApi(APIView):
         data = InvitationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         invitation = services.invitation_create(
-            legacy=legacy, invited_by=request.user, **data.validated_data
+            legacy=legacy, invited_by=request.user,
+            **{**data.validated_data, "username": _named(request, data.validated_data["username"])},
         )
         body = {
             "username": invitation.username,

@@ -47,7 +47,7 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
 
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
     """The family, longest-standing member first."""
-    return legacy.memberships.select_related("user").order_by("joined_at", "id")
+    return legacy.memberships.select_related("user__platform_user").order_by("joined_at", "id")
 
 
 def invitations_pending_for(user: AbstractBaseUser) -> QuerySet[LegacyInvitation]:
@@ -58,7 +58,7 @@ def invitations_pending_for(user: AbstractBaseUser) -> QuerySet[LegacyInvitation
         LegacyInvitation.objects.filter(
             invited_user=user, status=LegacyInvitation.Status.PENDING
         )
-        .select_related("legacy", "invited_by")
+        .select_related("legacy", "invited_by__platform_user")
         .order_by("created_at", "id")
     )
 
@@ -86,7 +86,7 @@ def legacy_pending_invitations(*, legacy: Legacy) -> QuerySet[LegacyInvitation]:
     them, which nobody can answer), oldest first."""
     return (
         legacy.invitations.filter(status=LegacyInvitation.Status.PENDING)
-        .select_related("invited_by")
+        .select_related("invited_by", "invited_user__platform_user")
         .order_by("created_at", "id")
     )
 

@@ -30,23 +30,43 @@ class MemberInputSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 
+def external_id_of(user: object) -> str | None:
+    """A platform's own id for its user (the X-User-Id it sends), None for a person who signs
+    in here (memory_site.platforms, read by its reverse accessor: this app imports nothing of
+    the roof)."""
+    platform_user = getattr(user, "platform_user", None)
+    return None if platform_user is None else platform_user.external_id
+
+
+_EXTERNAL_ID_HELP = ("The platform's own id for this user (its X-User-Id) when a platform "
+                     "provisioned them; null for a person who signs in here.")
+
+
 class MembershipSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
+    external_id = serializers.SerializerMethodField(help_text=_EXTERNAL_ID_HELP)
     legacy_id = serializers.UUIDField(read_only=True)
 
     class Meta:
         model = LegacyMembership
-        fields = ["id", "legacy_id", "username", "role", "joined_at"]
+        fields = ["id", "legacy_id", "username", "external_id", "role", "joined_at"]
+
+    def get_external_id(self, membership: LegacyMembership) -> str | None:
+        return external_id_of(membership.user)
 
 
 class FamilyMemberSerializer(serializers.ModelSerializer):
     """One member of a legacy's family, as every member sees them."""
 
     username = serializers.CharField(source="user.username", read_only=True)
+    external_id = serializers.SerializerMethodField(help_text=_EXTERNAL_ID_HELP)
 
     class Meta:
         model = LegacyMembership
-        fields = ["username", "role", "joined_at"]
+        fields = ["username", "external_id", "role", "joined_at"]
+
+    def get_external_id(self, membership: LegacyMembership) -> str | None:
+        return external_id_of(membership.user)
 
 
 class FamilySerializer(serializers.Serializer):
@@ -85,10 +105,16 @@ class LegacyInvitationSerializer(serializers.ModelSerializer):
     """A pending invitation of a legacy, as its owners see it."""
 
     invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+    external_id = serializers.SerializerMethodField(
+        help_text="The invitee's platform id (its X-User-Id) when the invitation reaches a "
+        "platform's user; null otherwise.")
 
     class Meta:
         model = LegacyInvitation
-        fields = ["id", "username", "role", "invited_by", "created_at"]
+        fields = ["id", "username", "external_id", "role", "invited_by", "created_at"]
+
+    def get_external_id(self, invitation: LegacyInvitation) -> str | None:
+        return external_id_of(invitation.invited_user) if invitation.invited_user else None
 
 
 class InvitationSerializer(serializers.ModelSerializer):
@@ -97,10 +123,17 @@ class InvitationSerializer(serializers.ModelSerializer):
     legacy_id = serializers.UUIDField(read_only=True)
     legacy_name = serializers.CharField(source="legacy.name", read_only=True)
     invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+    invited_by_external_id = serializers.SerializerMethodField(
+        help_text="The inviter's platform id (its X-User-Id) when a platform provisioned them; "
+        "null otherwise.")
 
     class Meta:
         model = LegacyInvitation
-        fields = ["id", "legacy_id", "legacy_name", "invited_by", "role", "status", "created_at"]
+        fields = ["id", "legacy_id", "legacy_name", "invited_by", "invited_by_external_id",
+                  "role", "status", "created_at"]
+
+    def get_invited_by_external_id(self, invitation: LegacyInvitation) -> str | None:
+        return external_id_of(invitation.invited_by)
 
 
 class InvitationListSerializer(serializers.Serializer):

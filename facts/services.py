@@ -272,11 +272,21 @@ def _require_owner_of(
         raise PermissionDenied(f"Only the legacy's owner can {action}.")
 
 
+def _realm(user: AbstractBaseUser) -> object | None:
+    """Where an account lives: the platform whose user it is (memory_site.platforms, read by
+    the reverse accessor of its one-to-one key, so that this app imports nothing of the roof),
+    or None for a person who signs in here. An invitation crosses no realm: one platform never
+    reaches another's users, nor a person a platform's users, nor the reverse."""
+    platform_user = getattr(user, "platform_user", None)
+    return None if platform_user is None else platform_user.platform_id
+
+
 def invitation_create(
     *, legacy: Legacy, invited_by: AbstractBaseUser, username: str, role: str
 ) -> LegacyInvitation:
     """An owner invites someone by username. Whether an account of that name exists is not
-    told: an unknown username gets a pending invitation too, one nobody can answer.
+    told: an unknown username gets a pending invitation too, one nobody can answer, and so
+    does an account of another realm (_realm).
     Raises PermissionDenied (not an owner), ValidationError (a bad role or username),
     AlreadyMember (also for oneself), AlreadyInvited."""
     _require_owner(legacy=legacy, user=invited_by, action="invite people")
@@ -306,6 +316,8 @@ def invitation_create(
         ).exists():
             raise AlreadyInvited()
         invitee = get_user_model().objects.filter(username=username).first()
+        if invitee is not None and _realm(invitee) != _realm(invited_by):
+            invitee = None  # as good as unknown: nobody can answer it
         return LegacyInvitation.objects.create(
             legacy=legacy, username=username, invited_user=invitee, invited_by=invited_by,
             role=role,

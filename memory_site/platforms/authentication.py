@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework_api_key.permissions import KeyParser
 
 from memory_site.platforms.models import PlatformKey, PlatformUser
-from memory_site.platforms.services import platform_user_get_or_create
+from memory_site.platforms.services import platform_user_get_or_create, platform_username
 
 USER_ID_HEADER = "X-User-Id"
 
@@ -55,6 +55,28 @@ class PlatformKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
+
+    def member_username(self, request: Request, username: str, *, provision: bool = True) -> str:
+        """The username of the person a platform names in a family call (facts.apis: invite, add,
+        remove): its own users by their external id, as X-User-Id names them. With `provision`
+        (invite, add) a user it has not sent yet is provisioned as X-User-Id would, so that an
+        invitation reaches them when they first come. The stored username of one of its own
+        users (`p1:ann`) is read as itself. A 400 on `username` for an id X-User-Id would
+        refuse."""
+        if not isinstance(request.auth, PlatformKey):
+            return username
+        platform_id = request.auth.platform_id
+        if PlatformUser.objects.filter(platform_id=platform_id, user__username=username).exists():
+            return username
+        if not provision:
+            return platform_username(request.auth.platform, username)
+        try:
+            platform_user, _ = platform_user_get_or_create(
+                platform=request.auth.platform, external_id=username, field="username"
+            )
+        except ValidationError as error:
+            raise exceptions.ValidationError(error.message_dict) from error
+        return platform_user.user.get_username()
 
     def may_add_member(self, request: Request, username: str) -> bool:
         """Families by consent (facts.apis): a platform adds to a family directly only its own

@@ -32,7 +32,7 @@ def external_id_validate(*, external_id: str, field: str = "external_id") -> str
     raise ValidationError({field: [f"{field} {message}"]})
 
 
-def _username(platform: Platform, external_id: str) -> str:
+def platform_username(platform: Platform, external_id: str) -> str:
     """Unique per platform and external id, and never one a person can be given: ':' and '#'
     are outside Django's username characters. Ids too long for a username are hashed."""
     username = f"p{platform.pk}:{external_id}"
@@ -78,7 +78,7 @@ def platform_user_get_or_create(
     try:
         with transaction.atomic():
             # No password: a platform user never signs in to the dashboard.
-            user = get_user_model().objects.create_user(username=_username(platform, external_id))
+            user = get_user_model().objects.create_user(username=platform_username(platform, external_id))
             created = PlatformUser.objects.create(
                 platform=platform, external_id=external_id, user=user
             )

@@ -65,8 +65,10 @@ def test_members_see_the_family_with_roles_longest_standing_first(family, member
     assert response.status_code == 200
     assert response.json() == {
         "members": [
-            {"username": "owner", "role": "owner", "joined_at": "2025-03-01T09:00:00Z"},
-            {"username": "member", "role": "member", "joined_at": "2025-04-02T09:00:00Z"},
+            {"username": "owner", "external_id": None, "role": "owner",
+             "joined_at": "2025-03-01T09:00:00Z"},
+            {"username": "member", "external_id": None, "role": "member",
+             "joined_at": "2025-04-02T09:00:00Z"},
         ],
         "total": 2,
     }
@@ -184,8 +186,8 @@ def test_owners_list_and_withdraw_pending_invitations(family, owner_client, memb
     assert response.status_code == 200
     assert response.json() == {
         "invitations": [{
-            "id": str(invitation.pk), "username": "cousin", "role": "member",
-            "invited_by": "owner", "created_at": "2025-05-01T08:00:00Z",
+            "id": str(invitation.pk), "username": "cousin", "external_id": None,
+            "role": "member", "invited_by": "owner", "created_at": "2025-05-01T08:00:00Z",
         }],
         "total": 1,
     }
@@ -214,7 +216,8 @@ def test_the_invitee_lists_and_accepts(family, cousin, invitation):
     assert client.get("/api/invitations").json() == {
         "invitations": [{
             "id": str(invitation.pk), "legacy_id": str(family.legacy.pk),
-            "legacy_name": "Rose Whitfield", "invited_by": "owner", "role": "member",
+            "legacy_name": "Rose Whitfield", "invited_by": "owner",
+            "invited_by_external_id": None, "role": "member",
             "status": "pending", "created_at": "2025-05-01T08:00:00Z",
         }],
         "total": 1,
@@ -224,7 +227,7 @@ def test_the_invitee_lists_and_accepts(family, cousin, invitation):
     membership = LegacyMembership.objects.get(legacy=family.legacy, user=cousin)
     assert response.json() == {
         "id": str(membership.pk), "legacy_id": str(family.legacy.pk), "username": "cousin",
-        "role": "member", "joined_at": membership.joined_at.isoformat().replace("+00:00", "Z"),
+        "external_id": None, "role": "member", "joined_at": membership.joined_at.isoformat().replace("+00:00", "Z"),
     }
     invitation.refresh_from_db()
     assert invitation.status == "accepted" and invitation.answered_at is not None

@@ -306,7 +306,9 @@ def _memberships():
 
 def test_a_platform_adds_only_its_own_users_to_a_family_directly():
     """Families by consent: the platform holds its users' consent, so it adds them directly;
-    anyone else (a person of the dashboard, another platform's user) is invited instead."""
+    anyone else (a person of the dashboard, another platform's user) is invited instead. A
+    platform names people by its own ids: another platform's username, or a person's, is an id
+    of its own, a user of its own, and never reaches them."""
     first, second = _create("first"), _create("second")
     owner = _client(first, "owner-1")
     legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
@@ -316,19 +318,99 @@ def test_a_platform_adds_only_its_own_users_to_a_family_directly():
         "/api/platform/users", {"external_id": "sister-7"}, format="json"
     ).json()["username"]
     person = UserFactory(username="dashboard-person")
-    before = _memberships()
     for username in (stranger_of_second, person.username):
-        refused = owner.post(f"/api/legacies/{legacy['id']}/members",
-                             {"username": username, "role": "member"}, format="json")
-        assert refused.status_code == 403, username
-        assert refused.json()["code"] == "invitation_required"
-    assert _memberships() == before
+        added = owner.post(f"/api/legacies/{legacy['id']}/members",
+                           {"username": username, "role": "member"}, format="json")
+        assert added.status_code == 201, username
+        assert added.json()["external_id"] == username
+        assert added.json()["username"] == f"p{Platform.objects.get(name='first').pk}:{username}"
+    from facts.models import LegacyMembership
+
+    second_user = User.objects.get(username=stranger_of_second)
+    assert not LegacyMembership.objects.filter(user__in=[second_user, person]).exists()
+    before = _memberships()
+    # A person's API token never adds directly, whoever it names.
+    person_legacy = api_client_for(person).post(
+        "/api/legacies", {"name": "Walter Brandt"}, format="json").json()
+    refused = api_client_for(person).post(f"/api/legacies/{person_legacy['id']}/members",
+                                          {"username": sister, "role": "member"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "invitation_required"
+    assert len(_memberships()) == len(before) + 1  # the person's own, of their new legacy
     added = owner.post(f"/api/legacies/{legacy['id']}/members",
                        {"username": sister, "role": "member"}, format="json")
     assert added.status_code == 201
     assert added.json()["username"] == sister
     # The sister now sees the family through the same key.
     members = _client(first, "sister-7").get(f"/api/legacies/{legacy['id']}/members").json()
-    assert sorted(m["username"] for m in members["members"]) == sorted(
-        [sister, get_user_model().objects.get(platform_user__external_id="owner-1").username]
-    )
+    assert [m["external_id"] for m in members["members"]] == [
+        "owner-1", stranger_of_second, person.username, "sister-7"]
+
+
+def test_a_platform_names_family_members_by_its_own_ids():
+    """Invite, accept, list, add and remove, all by external id: the people named are the
+    platform's users (provisioned on first mention, as X-User-Id would), and every list
+    carries the external id beside the username."""
+    key = _create("first")
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    members_url = f"/api/legacies/{legacy['id']}/members"
+
+    sent = owner.post(f"/api/legacies/{legacy['id']}/invitations",
+                      {"username": "cousin-3"}, format="json")
+    assert sent.status_code == 202
+    pending = owner.get(f"/api/legacies/{legacy['id']}/invitations").json()["invitations"]
+    assert [(i["username"], i["external_id"]) for i in pending] == [
+        (sent.json()["username"], "cousin-3")]
+    cousin = _client(key, "cousin-3")
+    mine = cousin.get("/api/invitations").json()["invitations"]
+    assert [(i["legacy_id"], i["invited_by_external_id"]) for i in mine] == [
+        (legacy["id"], "owner-1")]
+    assert cousin.post(f"/api/invitations/{mine[0]['id']}/accept").status_code == 201
+
+    added = owner.post(members_url, {"username": "aunt-9"}, format="json")
+    assert added.status_code == 201 and added.json()["external_id"] == "aunt-9"
+    family = owner.get(members_url).json()["members"]
+    assert [m["external_id"] for m in family] == ["owner-1", "cousin-3", "aunt-9"]
+
+    removed = owner.delete(f"{members_url}/cousin-3")
+    assert removed.status_code == 200
+    assert [m["external_id"] for m in owner.get(members_url).json()["members"]] == [
+        "owner-1", "aunt-9"]
+    # Removing an id nobody was given provisions nobody.
+    users = User.objects.count()
+    assert owner.delete(f"{members_url}/nobody-5").status_code == 404
+    assert User.objects.count() == users
+    # A bad id is the 400 X-User-Id would get, on `username`.
+    bad = owner.post(members_url, {"username": "tab\there"}, format="json")
+    assert bad.status_code == 400 and "username" in bad.json()["errors"]
+
+
+def test_an_invitation_crosses_no_platform_and_no_dashboard():
+    """Another platform's user, or a person of the dashboard, who invites a platform's user by
+    its stored username gets the same 202 as for anyone, and the invitation reaches nobody;
+    nor does a platform's invitation reach a person of the dashboard. Before, the invitee saw
+    it, with a legacy name and an inviter the other side chose."""
+    first, second = _create("first"), _create("second")
+    ben = _client(first, "ben")
+    ben_username = ben.get("/api/legacies").wsgi_request.user.get_username()
+    person = UserFactory(username="dashboard-person")
+
+    mallory = _client(second, "mallory")
+    theirs = mallory.post("/api/legacies", {"name": "Free prize"}, format="json").json()
+    sent = mallory.post(f"/api/legacies/{theirs['id']}/invitations",
+                        {"username": ben_username}, format="json")
+    assert sent.status_code == 202
+    persons = api_client_for(person).post("/api/legacies", {"name": "Walter"},
+                                          format="json").json()
+    sent = api_client_for(person).post(f"/api/legacies/{persons['id']}/invitations",
+                                       {"username": ben_username}, format="json")
+    assert sent.status_code == 202
+    assert ben.get("/api/invitations").json() == {"invitations": [], "total": 0}
+
+    bens = ben.post("/api/legacies", {"name": "Rose"}, format="json").json()
+    sent = ben.post(f"/api/legacies/{bens['id']}/invitations",
+                    {"username": f"p{Platform.objects.get(name='second').pk}:mallory"},
+                    format="json")
+    assert sent.status_code == 202
+    assert mallory.get("/api/invitations").json()["total"] == 0
+    assert api_client_for(person).get("/api/invitations").json()["total"] == 0
