@@ -21,6 +21,7 @@ from django_q.brokers.redis_broker import Redis as RedisBroker
 from django_q.models import OrmQ, Schedule, Task
 from django_q.signing import BadSignature, SignedPackage
 
+from memory_site.core import events
 from memory_site.platforms.models import PlatformUser, WebhookDelivery
 from memory_site.platforms.webhooks import DELIVER_TASK, DELIVER_TASK_NAME_PREFIX
 
@@ -63,13 +64,16 @@ def user_traces(*, user: AbstractBaseUser, conversation_ids: Iterable[object]) -
 
 
 def _deliveries_of(user: AbstractBaseUser):
+    """The deliveries of the user's events, but for the `user.erased` of an earlier erase: a
+    platform that retries the erase (its first answer lost) must still be told of it, and that
+    event holds nothing the user wrote (the counts, and the external id the platform keeps)."""
     platform_user = PlatformUser.objects.filter(user=user).first()
     if platform_user is None:
         return WebhookDelivery.objects.none()
     return WebhookDelivery.objects.filter(
         endpoint__platform_id=platform_user.platform_id,
         payload__user__external_id=platform_user.external_id,
-    )
+    ).exclude(event_type=events.USER_ERASED)
 
 
 def sessions_erase(*, user: AbstractBaseUser) -> int:

@@ -418,6 +418,30 @@ def test_erasing_a_platform_user_sends_user_erased(platform, receiver,
     assert body["data"]["erased"] == response.json()["erased"]
 
 
+def test_a_retried_erase_keeps_the_first_erases_user_erased_on_its_way(
+        platform, receiver, queued, django_capture_on_commit_callbacks):
+    """A platform that retries DELETE /api/me/data (its first answer lost) must still learn of
+    the erase: the retry erases the user's other deliveries, never a `user.erased` one, nor the
+    job that sends it. Before, the retry deleted the first erase's pending delivery and its
+    job, and the one event the platform most needs was never sent."""
+    _register(platform, receiver.url)
+    _platform_conversation(platform)
+    client = _client(platform, "user-42")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.delete("/api/me/data").status_code == 200
+    [first] = WebhookDelivery.objects.filter(event_type="user.erased")
+    assert first.status == "pending"
+    assert [job["args"] for job in _queued(DELIVER_TASK)] == [(first.pk,)]
+    with django_capture_on_commit_callbacks(execute=True):
+        again = client.delete("/api/me/data")
+    assert again.status_code == 200
+    assert again.json()["erased"]["webhook_deliveries"] == 0
+    assert again.json()["erased"]["jobs"] == 0
+    assert WebhookDelivery.objects.get(pk=first.pk).status == "pending"
+    assert sorted(job["args"] for job in _queued(DELIVER_TASK)) == sorted(
+        (d.pk,) for d in WebhookDelivery.objects.filter(event_type="user.erased"))
+
+
 def test_a_deleted_endpoint_gets_nothing_more(platform, receiver,
                                               django_capture_on_commit_callbacks):
     endpoint_id = _register(platform, receiver.url)["id"]
