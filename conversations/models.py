@@ -98,6 +98,9 @@ class Conversation(models.Model):
     archive_failures = models.PositiveIntegerField(default=0)
     archive_failed_at = models.DateTimeField(null=True, blank=True)
     archive_error = models.TextField(blank=True, default="")
+    # The Idempotency-Key of the request that started it (POST /api/ai/conversations): a retry
+    # with the key gets this conversation back instead of a second one.
+    idempotency_key = models.CharField(max_length=128, null=True, blank=True, editable=False)  # noqa: DJ001
 
     class Meta:
         ordering = ["-created_at"]
@@ -113,6 +116,10 @@ class Conversation(models.Model):
                     ]
                 ),
                 name="conversation_status_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["user", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                name="conversation_idempotency_key_unique",
             ),
         ]
 

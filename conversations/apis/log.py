@@ -81,26 +81,36 @@ class ConversationListCreateApi(APIView):
         description="`{legacy_id, title?, persona?}`: any member of the legacy starts a "
         "conversation of their own. `persona` describes the assistant for this conversation "
         "and goes into the first block of its system prompt (at most PERSONA_MAX_CHARS characters and "
-        "PERSONA_MAX_TOKENS tokens, else 400). 404 for a legacy I do not belong to.",
+        "PERSONA_MAX_TOKENS tokens, else 400). 404 for a legacy I do not belong to. With an "
+        "`Idempotency-Key` header, a retry (the same key, legacy, title and persona) answers "
+        "200 with the conversation the first request started instead of starting another; the "
+        "key with another legacy, title or persona is a 409 and starts nothing.",
+        parameters=[IDEMPOTENCY_HEADER],
         request=ConversationInputSerializer,
         responses={
             201: ConversationDetailSerializer,
-            **error_responses(400, 401, 404, descriptions={
-                404: "No legacy of mine has that legacy_id."}),
+            200: ConversationDetailSerializer,
+            **error_responses(400, 401, 404, 409, descriptions={
+                404: "No legacy of mine has that legacy_id.",
+                409: "The Idempotency-Key already started a conversation with another legacy, "
+                "title or persona."}),
         },
     )
     def post(self, request: Request) -> Response:
+        key = idempotency_key(request)
         data = ConversationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         legacy = legacy_for_member(user=request.user, legacy_id=data.validated_data["legacy_id"])
-        conversation = services.conversation_create(
+        conversation, created = services.conversation_start(
             user=request.user,
             legacy=legacy,
             title=data.validated_data["title"],
             persona=data.validated_data["persona"],
+            idempotency_key=key,
         )
         return Response(
-            ConversationDetailSerializer(conversation).data, status=status.HTTP_201_CREATED
+            ConversationDetailSerializer(conversation).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 

@@ -5,7 +5,7 @@ from collections.abc import Collection
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from conversations import queue
@@ -45,12 +45,53 @@ class IdempotencyConflict(Conflict):
     default_message = "This Idempotency-Key was already used for another message."
 
 
+class ConversationKeyConflict(Conflict):
+    """The Idempotency-Key already started another conversation of the user."""
+
+    default_message = ("This Idempotency-Key was already used to start a conversation with "
+                       "another legacy, title or persona.")
+
+
 def conversation_create(
     *, user: AbstractBaseUser, legacy: Legacy, title: str = "", persona: str = ""
 ) -> Conversation:
     """Start a conversation; the caller has already checked that `user` is a member of `legacy`."""
     title, persona = validate_conversation_fields(title=title, persona=persona)
     return Conversation.objects.create(user=user, legacy=legacy, title=title, persona=persona)
+
+
+def conversation_start(
+    *, user: AbstractBaseUser, legacy: Legacy, title: str = "", persona: str = "",
+    idempotency_key: str | None = None,
+) -> tuple[Conversation, bool]:
+    """conversation_create under an Idempotency-Key: (conversation, created). The key already
+    used by the user returns the conversation it started, when the legacy, title and persona
+    are the same (a retried request), else ConversationKeyConflict; nothing is written either
+    way. Two requests with one key at once make one conversation (a unique constraint)."""
+    key = validate_idempotency_key(idempotency_key)
+    if key is None:
+        return conversation_create(user=user, legacy=legacy, title=title, persona=persona), True
+    title, persona = validate_conversation_fields(title=title, persona=persona)
+
+    def earlier() -> Conversation | None:
+        found = Conversation.objects.filter(user=user, idempotency_key=key).first()
+        if found is not None and (found.legacy_id, found.title, found.persona) != (
+                legacy.pk, title, persona):
+            raise ConversationKeyConflict()
+        return found
+
+    if (found := earlier()) is not None:
+        return found, False
+    try:
+        with transaction.atomic():
+            return Conversation.objects.create(
+                user=user, legacy=legacy, title=title, persona=persona, idempotency_key=key
+            ), True
+    except IntegrityError:
+        found = earlier()
+        if found is None:
+            raise
+        return found, False
 
 
 def validate_conversation_fields(*, title: str, persona: str) -> tuple[str, str]:

@@ -263,3 +263,75 @@ def test_the_export_shows_each_message_s_key_as_the_client_sent_it(owner_client,
 
     keys = [m["idempotency_key"] for m in exported["messages"]]
     assert keys == ["m-1", "t-1", "t-1", "b-1", "b-1"]
+
+
+# --- Starting a conversation (POST /api/ai/conversations) -------------------------------------
+
+
+def _start(client, family, key, **fields):
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}
+    return client.post("/api/ai/conversations",
+                       {"legacy_id": str(family.legacy.pk), **fields}, format="json", **headers)
+
+
+def test_a_retried_start_with_its_key_is_the_first_conversation(owner_client, family):
+    """A platform whose request timed out retries it: before, each retry started another
+    conversation."""
+    first = _start(owner_client, family, "start-1", title="Summers")
+    assert first.status_code == 201
+    again = _start(owner_client, family, "start-1", title="Summers")
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert Conversation.objects.filter(user=family.owner).count() == 1
+    # Without a key, or with another, a new one each time.
+    assert _start(owner_client, family, None, title="Summers").status_code == 201
+    assert _start(owner_client, family, "start-2", title="Summers").status_code == 201
+    assert Conversation.objects.filter(user=family.owner).count() == 3
+
+
+def test_the_key_with_another_title_or_legacy_is_a_409_and_starts_nothing(
+        owner_client, member_client, family):
+    assert _start(owner_client, family, "start-1", title="Summers").status_code == 201
+    conflict = _start(owner_client, family, "start-1", title="Winters")
+    assert conflict.status_code == 409
+    assert conflict.json()["code"] == "conflict"
+    assert "another legacy, title or persona" in conflict.json()["detail"]
+    assert Conversation.objects.filter(user=family.owner).count() == 1
+    # A key is the user's own: another member's same key starts their own conversation.
+    assert _start(member_client, family, "start-1", title="Summers").status_code == 201
+
+
+def test_a_malformed_start_key_is_a_400_and_starts_nothing(owner_client, family):
+    response = _start(owner_client, family, "x" * 129, title="Summers")
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"Idempotency-Key": [ERROR]}
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_starts_racing_with_one_key_make_one_conversation(family):
+    import threading
+
+    from django.db import connection
+
+    from conversations.services import conversation_start
+
+    barrier, results = threading.Barrier(6), []
+
+    def start() -> None:
+        try:
+            barrier.wait(timeout=10)
+            results.append(conversation_start(user=family.owner, legacy=family.legacy,
+                                              title="Summers", idempotency_key="race-1"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert len(results) == 6
+    assert len({conversation.pk for conversation, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert Conversation.objects.filter(user=family.owner).count() == 1
