@@ -20,13 +20,18 @@ from memory_site.platforms.webhooks import webhook_url_validate
 
 
 def external_id_validate(*, external_id: str, field: str = "external_id") -> str:
-    """At most 255 printable characters, not empty; `field` names it in the error."""
+    """At most 255 printable characters, not empty, no whitespace at either end; `field` names
+    it in the error."""
     if not external_id:
         message = "must not be empty."
     elif len(external_id) > EXTERNAL_ID_MAX_LENGTH:
         message = f"must be at most {EXTERNAL_ID_MAX_LENGTH} characters."
     elif not external_id.isprintable():
         message = "must contain printable characters only (no control characters)."
+    elif external_id != external_id.strip():
+        # HTTP trims a header's value: an id with spaces at its ends could never be sent as
+        # X-User-Id, and " u" would be acted for as "u".
+        message = "must not begin or end with whitespace."
     else:
         return external_id
     raise ValidationError({field: [f"{field} {message}"]})

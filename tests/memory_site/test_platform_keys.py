@@ -196,6 +196,13 @@ def test_provisioning_refuses_bad_ids_and_other_credentials():
     response = _client(key).post("/api/platform/users", {"external_id": "x" * 256}, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "invalid"
+    # An id X-User-Id could never carry (HTTP trims a header's value); " u" was acted for as "u".
+    for padded in (" ", "u ", " u", "  u  "):
+        response = _client(key).post("/api/platform/users", {"external_id": padded},
+                                     format="json")
+        assert response.status_code == 400, padded
+        assert response.json()["errors"] == {
+            "external_id": ["external_id must not begin or end with whitespace."]}
     response = _client(key).post("/api/platform/users", {}, format="json")
     assert response.status_code == 400
     person = UserFactory(username="margaret")
