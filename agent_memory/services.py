@@ -27,6 +27,7 @@ from agent_memory.models import (
 )
 from agent_memory.serializers import MemorySerializer, document_token_count
 from memory_site.core.errors import Conflict, NotFound
+from memory_site.core.locks import hold_row
 from memory_site.core.text import INVISIBLE_MESSAGE, NUL_MESSAGE, has_nul, visible_text
 
 logger = logging.getLogger(__name__)
@@ -88,10 +89,14 @@ def _remember_added(memory_id: str) -> None:
         added.add(memory_id)
 
 
-def _lock_user(user: AbstractBaseUser) -> None:
+def _lock_user(user: AbstractBaseUser, source: Model | None = None) -> None:
     """Serialise the memory writes of one user: the subject check, version numbers and
-    the token budget see every earlier write, and no concurrent add is lost."""
+    the token budget see every earlier write, and no concurrent add is lost. Then hold the
+    write's `source` conversation (hold_row): NotFound when it was deleted since _check_source
+    read it (before, the version that named it failed at commit, a 500)."""
     get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    if source is not None and not hold_row(type(source), source.pk):
+        raise NotFound("The conversation was deleted.")
 
 
 def _clean_content(content: object, errors: dict[str, list[str]]) -> str:
@@ -188,7 +193,7 @@ def memory_create(
         user=user, conversation=source_conversation, message=source_message
     )
     with transaction.atomic():
-        _lock_user(user)
+        _lock_user(user, conversation)
         if clean_subject:
             existing = selectors.active_memory_with_subject(user=user, subject=clean_subject)
             if existing is not None:
@@ -231,7 +236,7 @@ def memory_update(
         user=user, conversation=source_conversation, message=source_message
     )
     with transaction.atomic():
-        _lock_user(user)
+        _lock_user(user, conversation)
         if not AgentMemory.objects.filter(
             pk=memory.pk, user=user, deleted_at__isnull=True
         ).exists():
@@ -267,9 +272,9 @@ def memory_delete(
 
     Returns the content it had. NotFound when it is not an active memory of the user.
     """
-    _check_source(user=user, conversation=None, message=source_message)
+    conversation = _check_source(user=user, conversation=None, message=source_message)
     with transaction.atomic():
-        _lock_user(user)
+        _lock_user(user, conversation)
         deleted = AgentMemory.objects.filter(
             pk=memory.pk, user=user, deleted_at__isnull=True
         ).update(deleted_at=timezone.now(), deleted_origin=origin,
@@ -481,7 +486,7 @@ def place_add(
         raise ValidationError(errors)
     conversation = _check_source(user=user, conversation=conversation, message=message)
     with transaction.atomic():
-        _lock_user(user)
+        _lock_user(user, conversation)
         place = selectors.place_for_user(user=user, place_id=clean_id)
         created = place is None
         if created:
@@ -514,7 +519,7 @@ def place_mention_add(
     if conversation is None:
         raise ValidationError({"conversation_id": ["A mention needs a conversation."]})
     with transaction.atomic():
-        _lock_user(user)
+        _lock_user(user, conversation)
         mention = PlaceMention.objects.create(
             place=place,
             conversation=conversation,

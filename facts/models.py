@@ -104,6 +104,9 @@ class LegacyFact(models.Model):
     # Made by a correction (the extraction that found the correction created it): undoing that
     # correction deletes it. A fact stated before, that a correction found again, is kept.
     created_as_correction = models.BooleanField(default=False)
+    # Shared by a correction (a private fact of the author's found again as the correction of a
+    # shared one takes its place in the family): undoing that correction makes it private again.
+    shared_by_correction = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["extracted_at"]

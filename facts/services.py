@@ -19,7 +19,7 @@ from facts.selectors import legacy_heir
 from memory_site.core import events
 from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.language.attributes import contradiction
-from memory_site.core.locks import LockNamespace
+from memory_site.core.locks import LockNamespace, hold_user
 from memory_site.core.sql import quoted_table
 from memory_site.core.text import (
     INVISIBLE_MESSAGE,
@@ -353,8 +353,10 @@ def _lock_pending_invitation(
 
 def invitation_accept(*, invitation: LegacyInvitation, user: AbstractBaseUser) -> LegacyMembership:
     """The invitee accepts: they join the family with the invitation's role. Raises NotFound
-    (not theirs, or the legacy is gone) or InvitationAnswered."""
+    (not theirs, or the legacy is gone, or erased with the invitee's data meanwhile) or
+    InvitationAnswered."""
     with transaction.atomic():
+        hold_user(user.pk)  # before the legacy: the order of an erase of the invitee's data
         legacy, members, invitation = _lock_pending_invitation(invitation=invitation, user=user)
         membership = next((m for m in members if m.user_id == user.pk), None)
         # A platform may have added them meanwhile: then the invitation is only spent.
@@ -447,7 +449,9 @@ def _lock_author_facts(*, legacy_id: object, user_id: object) -> None:
     jobs of the same author, a fact added by hand during an extraction)."""
     # An advisory lock rather than a lock on the membership row: it also serialises authors
     # who have left the legacy, and holds no row lock that could deadlock with a writer that
-    # locks the legacy row and then deletes its memberships.
+    # locks the legacy row and then deletes its memberships. The author's account row first,
+    # shared: an erase of their data locks it before anything else (hold_user).
+    hold_user(user_id)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
@@ -616,6 +620,15 @@ def fact_create(
     return fact, True
 
 
+def _locked_fact(pk: object) -> LegacyFact:
+    """The fact's row, locked; NotFound when it was deleted since the caller read it (an edit
+    racing a delete of the same fact)."""
+    fact = LegacyFact.objects.select_for_update().filter(pk=pk).first()
+    if fact is None:
+        raise NotFound()
+    return fact
+
+
 def _require_author(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
     # Callers reach a fact through facts.selectors.fact_for_user, so a fellow member only
     # gets here for a shared fact: for them the fact exists but is not theirs to change.
@@ -647,7 +660,7 @@ def fact_update(
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
         _lock_conflict_checks(fact.legacy_id)
-        fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
+        fact = _locked_fact(fact.pk)
         fields = ["updated_at"]
         if content is not None and content != fact.content:
             duplicate = fact_find_duplicate(legacy=fact.legacy, user=user, content=content,
@@ -678,14 +691,17 @@ def fact_set_visibility(
     _require_author(fact=fact, user=user)
     _validate_fact_fields(visibility=visibility)
     with transaction.atomic():
+        hold_user(user.pk)  # first, as an erase of the author's data locks it first
         if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
             legacy_id=fact.legacy_id, user_id=user.pk
         ):
             raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
-        fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
+        fact = _locked_fact(fact.pk)
         if fact.visibility != visibility:
             fact.visibility = visibility
-            fact.save(update_fields=["visibility", "updated_at"])
+            # The author's own choice from now on: an undo of the correction leaves it be.
+            fact.shared_by_correction = False
+            fact.save(update_fields=["visibility", "shared_by_correction", "updated_at"])
     return fact
 
 
@@ -797,7 +813,10 @@ def fact_supersede(
             and member  # a correction of a shared fact is shared only by a member
         ):
             replacement.visibility = LegacyFact.Visibility.SHARED
-            replacement.save(update_fields=["visibility", "updated_at"])
+            # A fact the author kept private until now is private again if the correction is
+            # undone (fact_correction_undo); one made for the correction goes with the undo.
+            replacement.shared_by_correction = not replacement.created_as_correction
+            replacement.save(update_fields=["visibility", "shared_by_correction", "updated_at"])
         events.publish(events.FACT_SUPERSEDED, user_id=replacement.user_id, data={
             "legacy_id": str(replacement.legacy_id),
             "fact_id": str(target.pk),
@@ -825,17 +844,15 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> Correct
     again exactly as they were (content, category, visibility, source, timestamps: the
     supersede never changed them), and `fact`, the correction, is deleted when it was made for
     a correction (`created_as_correction`); a fact the author had stated before the correction
-    found it again stays, current, as it is. PermissionDenied for anyone but the author;
+    found it again stays, current, private again if the correction shared it
+    (`shared_by_correction`). PermissionDenied for anyone but the author;
     NotACorrection when `fact` corrected nothing, CorrectionCorrected when `fact` is itself
     corrected (undo the later correction first)."""
     _require_author(fact=fact, user=user)
     with transaction.atomic():
         _lock_author_facts(legacy_id=fact.legacy_id, user_id=user.pk)
         _lock_conflict_checks(fact.legacy_id)  # it may delete the correction: as fact_delete
-        try:
-            fact = LegacyFact.objects.select_for_update().get(pk=fact.pk)
-        except LegacyFact.DoesNotExist:
-            raise NotFound() from None
+        fact = _locked_fact(fact.pk)
         restored = list(
             LegacyFact.objects.select_for_update().filter(superseded_by=fact).order_by(
                 "extracted_at", "id")
@@ -859,6 +876,10 @@ def fact_correction_undo(*, fact: LegacyFact, user: AbstractBaseUser) -> Correct
         )
         if fact.created_as_correction:
             fact.delete()
+        elif fact.shared_by_correction:
+            # The author had kept it private: the family sees what it saw before the correction.
+            LegacyFact.objects.filter(pk=fact.pk).update(
+                visibility=LegacyFact.Visibility.PRIVATE, shared_by_correction=False)
     for old in restored:
         old.superseded_by, old.superseded_at = None, None
     return CorrectionUndone(restored=restored, removed=fact.created_as_correction)

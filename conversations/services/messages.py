@@ -18,9 +18,10 @@ from conversations.models import (
 )
 from conversations.selectors import REPLY_PART, idempotency_stored_key, messages_under_key
 from conversations.session_state import SessionState, next_state
-from facts.models import Legacy
+from facts.models import Legacy, LegacyMembership
 from memory_site.core.ai import count_tokens
 from memory_site.core.errors import Conflict, NotFound
+from memory_site.core.locks import hold_user
 from memory_site.core.text import nul_errors, reject_nul
 
 APPENDABLE_ROLES = frozenset(Message.Role.values)
@@ -55,9 +56,19 @@ class ConversationKeyConflict(Conflict):
 def conversation_create(
     *, user: AbstractBaseUser, legacy: Legacy, title: str = "", persona: str = ""
 ) -> Conversation:
-    """Start a conversation; the caller has already checked that `user` is a member of `legacy`."""
+    """Start a conversation; the caller has already checked that `user` is a member of `legacy`,
+    and it is checked again once the user's account row is held (hold_user: an erase of their
+    data under way finishes first, and then they are nobody's member): NotFound then."""
     title, persona = validate_conversation_fields(title=title, persona=persona)
-    return Conversation.objects.create(user=user, legacy=legacy, title=title, persona=persona)
+    return _create_as_member(user=user, legacy=legacy, title=title, persona=persona)
+
+
+def _create_as_member(*, user: AbstractBaseUser, legacy: Legacy, **fields: object) -> Conversation:
+    with transaction.atomic():
+        hold_user(user.pk)
+        if not LegacyMembership.objects.filter(user=user, legacy=legacy).exists():
+            raise NotFound()
+        return Conversation.objects.create(user=user, legacy=legacy, **fields)
 
 
 def conversation_start(
@@ -83,10 +94,8 @@ def conversation_start(
     if (found := earlier()) is not None:
         return found, False
     try:
-        with transaction.atomic():
-            return Conversation.objects.create(
-                user=user, legacy=legacy, title=title, persona=persona, idempotency_key=key
-            ), True
+        return _create_as_member(user=user, legacy=legacy, title=title, persona=persona,
+                                 idempotency_key=key), True
     except IntegrityError:
         found = earlier()
         if found is None:

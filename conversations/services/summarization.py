@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
@@ -34,8 +33,7 @@ from memory_site.core.errors import NotFound
 from memory_site.core.language.kinship import KinshipReader
 from memory_site.core.language.names import read_legacy_name, short_forms
 from memory_site.core.language.sentences import display_name
-from memory_site.core.locks import LockNamespace
-from memory_site.core.sql import quoted_table
+from memory_site.core.locks import LockNamespace, hold_user
 
 logger = logging.getLogger(__name__)
 
@@ -140,26 +138,13 @@ class ConversationGone(Exception):
         self.conversation_id = conversation_id
 
 
-# The user's row, shared: what the keys of a chunk and a fact (user_id) take at their insert.
-_USER_KEY_SHARE = "SELECT 1 FROM {table} WHERE {pk} = %s FOR KEY SHARE"
-
-
 def _lock_conversation(conversation: Conversation) -> None:
     """Inside a transaction, before a pipeline write: lock the conversation's row, so that
     deleting it (services.deletion.conversation_delete locks it too) waits for the write and
-    then takes what it wrote along; ConversationGone when it is deleted already.
-
-    The user's row is taken first, shared (FOR KEY SHARE, as the inserts' foreign keys take it
-    anyway), in the order of the user's other writers: erasing the user's data
-    (memory_site.privacy.services) locks the user's row and then deletes the conversations,
-    and an agent memory write locks the user's row and then names its source conversation.
-    Taken after the conversation's, as the chunk's insert took it, it deadlocked with an erase
-    waiting for the conversation."""
-    user_model = get_user_model()
-    with connection.cursor() as cursor:
-        cursor.execute(_USER_KEY_SHARE.format(table=quoted_table(user_model),
-                                              pk=connection.ops.quote_name(user_model._meta.pk.column)),
-                       [conversation.user_id])
+    then takes what it wrote along; ConversationGone when it is deleted already. The user's
+    row is held first (memory_site.core.locks.hold_user), in the order of an erase of their
+    data, which locks that row and then deletes the conversations."""
+    hold_user(conversation.user_id)
     if not Conversation.objects.select_for_update().filter(pk=conversation.pk).exists():
         raise ConversationGone(conversation.pk)
 

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from memory_site.core.errors import ApplicationError, new_error_id
+from memory_site.core.errors import ApplicationError, database_busy, new_error_id
 from memory_site.core.throttling import refused_credentials_throttled
 
 logger = logging.getLogger(__name__)
@@ -54,6 +54,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ApplicationError):
         set_rollback()
         return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
+    if database_busy(exc):
+        return busy_response(exc, context)
     if isinstance(exc, RequestDataTooBig):
         set_rollback()
         return Response({"detail": BODY_TOO_LARGE_MESSAGE.format(
@@ -82,6 +84,24 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             "code": codes if isinstance(codes, str) else "error",
         }
     return response
+
+
+BUSY_MESSAGE = ("Another change to the same data was under way and this request was stopped "
+                "to let it finish; nothing of it was written. Send it again.")
+
+
+def busy_response(exc: Exception, context: dict) -> Response:
+    """503 `busy` with Retry-After for a request that lost a race in the database (a deadlock
+    PostgreSQL broke by rolling it back): nothing was written and the same request again
+    succeeds, so it is not a fault of the service's (a 500)."""
+    error_id = new_error_id()
+    request = context.get("request")
+    logger.warning("error %s: %s %s lost a database race and was rolled back: %s", error_id,
+                   getattr(request, "method", "?"), getattr(request, "path", "?"),
+                   str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    set_rollback()
+    return Response({"detail": BUSY_MESSAGE, "code": "busy", "error_id": error_id}, status=503,
+                    headers={"Retry-After": "1"})
 
 
 def internal_error_response(exc: Exception, context: dict) -> Response:
@@ -114,8 +134,8 @@ class ErrorSerializer(serializers.Serializer):
     )
     error_id = serializers.CharField(
         required=False,
-        help_text="500 and 502 only: the id under which the details are logged; quote it to "
-        "support.",
+        help_text="500, 502 and 503 only: the id under which the details are logged; quote it "
+        "to support.",
     )
 
 
@@ -126,6 +146,8 @@ ERROR_DESCRIPTIONS = {
     404: "Not found, or of another family: the two are indistinguishable.",
     409: "The request conflicts with the current state.",
     429: "Over a rate limit (`throttled`); `Retry-After` says in how many seconds to retry.",
+    503: "`busy`: the request lost a race with another change to the same data and nothing "
+    "was written; send it again after `Retry-After` seconds.",
 }
 
 

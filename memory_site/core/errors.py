@@ -8,6 +8,19 @@ pages in memory_site.middleware.ApplicationErrorMiddleware; views do not catch t
 import uuid
 from typing import Any
 
+from django.db import DatabaseError
+
+# PostgreSQL's deadlock_detected, serialization_failure and lock_not_available: the statement
+# lost a race with another transaction and was rolled back; the same request again succeeds.
+_BUSY_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+
+
+def database_busy(exc: BaseException) -> bool:
+    """Whether `exc` is a database error that a retry of the whole transaction would not meet
+    again (a deadlock, a serialization failure), rather than a fault."""
+    return isinstance(exc, DatabaseError) and getattr(
+        exc.__cause__, "sqlstate", None) in _BUSY_SQLSTATES
+
 
 def new_error_id() -> str:
     """A short id that a user quotes and staff look up in the logs: 12 hex digits of a uuid4."""

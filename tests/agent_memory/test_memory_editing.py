@@ -204,3 +204,18 @@ def test_restore_with_a_malformed_version_is_a_400(web, alice, sarah, version):
     assert response.status_code == 400
     assert "That is not a version of this memory." in response.content.decode()
     assert _rows() == before
+
+
+def test_a_memory_from_a_conversation_deleted_meanwhile_is_not_found_and_writes_nothing(family):
+    """The API read the conversation, then its DELETE committed: the write finds it gone (a
+    404) under the user's lock, where its version named it and failed at commit (a 500)."""
+    from conversations.models import Conversation
+    from memory_site.core.errors import NotFound
+    from tests.factories import ConversationFactory
+
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    with pytest.raises(NotFound):
+        services.memory_create(user=family.owner, content="Alec is the user's boss.",
+                               category="person", source_conversation=conversation)
+    assert not AgentMemory.objects.exists() and not AgentMemoryVersion.objects.exists()

@@ -127,3 +127,19 @@ def test_concurrent_edits_cannot_make_two_facts_duplicates(family, slow_duplicat
     assert contents in (
         ["Fact number 0.", "She loved the sea."], ["Fact number 1.", "She loved the sea."]
     )
+
+
+@pytest.mark.parametrize("write", ["edit", "visibility"])
+def test_an_edit_of_a_fact_deleted_meanwhile_is_not_found(family, write):
+    """The view read the fact, then a DELETE of it committed: the edit finds it gone (a 404),
+    where it raised DoesNotExist (a 500)."""
+    from memory_site.core.errors import NotFound
+
+    fact = LegacyFactFactory(legacy=family.legacy, user=family.owner, content="Rose kept bees.")
+    LegacyFact.objects.filter(pk=fact.pk).delete()
+    with pytest.raises(NotFound):
+        if write == "edit":
+            services.fact_update(fact=fact, user=family.owner, content="Rose kept hens.")
+        else:
+            services.fact_set_visibility(fact=fact, user=family.owner, visibility="shared")
+    assert not LegacyFact.objects.exists()

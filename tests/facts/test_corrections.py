@@ -406,6 +406,37 @@ def test_undo_keeps_a_correcting_fact_that_was_said_before(family):
     assert not LegacyFact.objects.filter(pk=made.pk).exists()
 
 
+def test_undo_makes_a_private_fact_that_the_correction_shared_private_again(family):
+    """Found by a hostile-member probe: a shared fact corrected by a fact the author had kept
+    private shares that fact (it takes the old one's place in the family); undoing the
+    correction left it shared, beside the restored fact. A visibility the author chose since
+    stays as they chose it."""
+    shared = LegacyFactFactory(legacy=family.legacy, user=family.owner, visibility="shared",
+                               content="Rose married Harold in 1961 at St. Mary's.")
+    private = LegacyFactFactory(legacy=family.legacy, user=family.owner, visibility="private",
+                                content="Rose married Harold in 1962 at St. Mary's.")
+    services.fact_supersede(old=shared, new=private, new_created=False)
+    private.refresh_from_db()
+    assert private.visibility == "shared"
+    member_sees = lambda: sorted(  # noqa: E731
+        f.content for f in selectors.facts_visible_to(user=family.member, legacy=family.legacy))
+    assert member_sees() == ["Rose married Harold in 1962 at St. Mary's."]
+
+    undone = services.fact_correction_undo(fact=private, user=family.owner)
+
+    assert not undone.removed
+    private.refresh_from_db()
+    assert (private.visibility, private.superseded_by_id) == ("private", None)
+    assert member_sees() == ["Rose married Harold in 1961 at St. Mary's."]
+    # Shared by the author after the correction: the undo leaves it shared.
+    services.fact_supersede(old=shared, new=private, new_created=False)
+    services.fact_set_visibility(fact=private, user=family.owner, visibility="private")
+    services.fact_set_visibility(fact=private, user=family.owner, visibility="shared")
+    services.fact_correction_undo(fact=private, user=family.owner)
+    private.refresh_from_db()
+    assert private.visibility == "shared"
+
+
 def test_undo_keeps_a_correction_edited_or_said_again_since(family, married):
     """Found by a second hostile-member probe: an edited correction, or one a later correction
     found again, went with the undo of the correction that made it."""

@@ -127,3 +127,144 @@ def test_an_archive_batch_that_comes_during_an_erase_waits_and_stores_nothing(
     assert not Conversation.objects.exists()
     assert not ConversationChunk.objects.exists()
     assert not LegacyFact.objects.filter(user=family.owner).exists()
+
+
+# --- A request of the user's that comes while the erase holds their account ------------------
+
+
+def _while_erasing(family, monkeypatch, write):
+    """Run `write` in a thread while the erase of the family's member holds their account's row
+    (its first lock) and has erased nothing yet; then let the erase go on. Returns the two
+    outcomes."""
+    locked, release = threading.Event(), threading.Event()
+    erase = conversations_services.user_data_erase
+
+    def wait_then_erase(**kwargs):
+        locked.set()
+        release.wait(timeout=10)
+        return erase(**kwargs)
+
+    monkeypatch.setattr(conversations_services, "user_data_erase", wait_then_erase)
+    eraser, erased = _in_thread(lambda: user_data_erase(user=family.member))
+    assert locked.wait(timeout=10)
+    writer, written = _in_thread(write)
+    time.sleep(0.5)
+    release.set()
+    eraser.join(timeout=20)
+    writer.join(timeout=20)
+    return erased, written
+
+
+@pytest.mark.django_db(transaction=True)
+def test_accepting_an_invitation_during_ones_erase_is_not_a_deadlock(family, monkeypatch):
+    """The accept locked the legacy and then waited for the account's row; the erase held the
+    row and waited for the legacy: one of them died of a deadlock (a 500)."""
+    from facts.models import LegacyInvitation, LegacyMembership
+    from facts.services import invitation_accept
+    from memory_site.core.errors import NotFound
+
+    invitation = LegacyInvitation.objects.create(
+        legacy=family.other_legacy, username=family.member.username,
+        invited_user=family.member, invited_by=family.other_member, role="member")
+    erased, written = _while_erasing(
+        family, monkeypatch, lambda: invitation_accept(invitation=invitation, user=family.member))
+    assert "error" not in erased, erased["error"]
+    assert isinstance(written.get("error"), NotFound)  # the erase took the invitation
+    assert not LegacyMembership.objects.filter(user=family.member).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fact_written_during_ones_erase_waits_and_is_not_a_deadlock(family, monkeypatch):
+    from facts.services import fact_create
+
+    erased, written = _while_erasing(family, monkeypatch, lambda: fact_create(
+        legacy=family.legacy, user=family.member, category="other",
+        content="Rose kept bees behind the barn."))
+    assert "error" not in erased, erased["error"]
+    assert "error" not in written, written["error"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_conversation_started_during_ones_erase_is_a_404(family, monkeypatch):
+    """The start waits for the erase, then finds its user no member of the legacy any more:
+    nothing is written (before, a conversation in a legacy they had left)."""
+    from conversations.services import conversation_start
+    from memory_site.core.errors import NotFound
+
+    erased, written = _while_erasing(family, monkeypatch, lambda: conversation_start(
+        user=family.member, legacy=family.legacy, title="After"))
+    assert "error" not in erased, erased["error"]
+    assert isinstance(written.get("error"), NotFound)
+    assert not Conversation.objects.filter(user=family.member).exists()
+
+
+# --- A deadlock left: the erase runs again; an API request answers 503 busy --------------------
+
+
+def _deadlock() -> Exception:
+    import psycopg
+    from django.db import OperationalError
+
+    error = OperationalError("deadlock detected")
+    error.__cause__ = psycopg.errors.DeadlockDetected("deadlock detected")
+    return error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erase_rolled_back_by_a_deadlock_runs_again(family, monkeypatch):
+    from memory_site.privacy import services
+
+    erase, attempts = services._erase, []
+
+    def first_loses(user):
+        attempts.append(user.pk)
+        if len(attempts) == 1:
+            raise _deadlock()
+        return erase(user)
+
+    monkeypatch.setattr(services, "_erase", first_loses)
+    counts = user_data_erase(user=family.member)
+    assert len(attempts) == 2 and counts["memberships"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erase_gives_up_after_its_attempts_and_other_errors_at_once(family, monkeypatch):
+    from django.db import IntegrityError
+
+    from memory_site.privacy import services
+
+    attempts = []
+
+    def always(error):
+        def run(user):
+            attempts.append(user.pk)
+            raise error
+        return run
+
+    monkeypatch.setattr(services, "_erase", always(_deadlock()))
+    with pytest.raises(Exception, match="deadlock"):
+        user_data_erase(user=family.member)
+    assert len(attempts) == services.ERASE_ATTEMPTS
+    attempts.clear()
+    monkeypatch.setattr(services, "_erase", always(IntegrityError("a fault")))
+    with pytest.raises(IntegrityError):
+        user_data_erase(user=family.member)
+    assert len(attempts) == 1
+
+
+@pytest.mark.django_db
+def test_an_api_request_that_loses_a_deadlock_is_a_503_busy_with_retry_after(
+        family, owner_client, monkeypatch):
+    """Not a 500 with an error id for support: nothing was written, and the same request again
+    succeeds (a fact edit racing an erase, an accept racing a leave)."""
+    from facts import apis
+
+    def deadlocked(**kwargs):
+        raise _deadlock()
+
+    monkeypatch.setattr(apis.services, "legacy_create", deadlocked)
+    response = owner_client.post("/api/legacies", {"name": "Rose"}, format="json")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+    body = response.json()
+    assert body["code"] == "busy" and "Send it again" in body["detail"] and body["error_id"]
