@@ -45,6 +45,14 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
     return _LEGACY_READ.one_for(user, legacy_id)
 
 
+def external_id_of(user: object) -> str | None:
+    """A platform's own id for its user (the X-User-Id it sends), None for a person who signs
+    in here (memory_site.platforms, read by its reverse accessor: this app imports nothing of
+    the roof)."""
+    platform_user = getattr(user, "platform_user", None)
+    return None if platform_user is None else platform_user.external_id
+
+
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
     """The family, longest-standing member first."""
     return legacy.memberships.select_related("user__platform_user").order_by("joined_at", "id")

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
-from facts.selectors import fact_corrections_visible
+from facts.selectors import external_id_of, fact_corrections_visible
 from memory_site.core.api import IsoDateTimeField
 from memory_site.core.strict import StrictInputSerializer, TextField
 
@@ -28,14 +28,6 @@ class LegacySerializer(serializers.ModelSerializer):
 class MemberInputSerializer(StrictInputSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
-
-
-def external_id_of(user: object) -> str | None:
-    """A platform's own id for its user (the X-User-Id it sends), None for a person who signs
-    in here (memory_site.platforms, read by its reverse accessor: this app imports nothing of
-    the roof)."""
-    platform_user = getattr(user, "platform_user", None)
-    return None if platform_user is None else platform_user.external_id
 
 
 _EXTERNAL_ID_HELP = ("The platform's own id for this user (its X-User-Id) when a platform "

@@ -425,3 +425,29 @@ def test_a_long_message_cut_from_the_raw_turns_leaves_the_blocks_it_does_not_nee
     assert not {"facts", "memory"} & set(parts), packet.cuts
     assert "Rose planted a new rose bed in 1954." in packet.system_prompt
     assert "Prefers to be called Annie." in packet.system_prompt
+
+
+def test_the_prompt_names_the_user_by_name_never_by_a_platforms_stored_username(family):
+    """Found by an integrator walkthrough: the model was told `User: p1:fam-anna`, the username
+    a platform's user is given here, and could call them that."""
+    from facts.models import LegacyMembership
+    from memory_site.platforms.services import platform_key_create, platform_user_get_or_create
+    from tests.factories import ConversationFactory
+
+    platform = platform_key_create(name="chat-frontend")[0].platform
+    anna = platform_user_get_or_create(platform=platform, external_id="fam-anna")[0].user
+    LegacyMembership.objects.create(legacy=family.legacy, user=anna, role="member")
+    prompt = build_context(conversation=ConversationFactory(user=anna, legacy=family.legacy),
+                           now=NOW).system_prompt
+    assert "p1:" not in prompt and f"p{platform.pk}:" not in prompt
+    assert "\nUser:" not in prompt
+    anna.first_name, anna.last_name = "Anna", "Price"
+    anna.save()
+    prompt = build_context(conversation=ConversationFactory(user=anna, legacy=family.legacy),
+                           now=NOW).system_prompt
+    assert "User: Anna Price\n" in prompt
+    # A person of the dashboard without a name is still named by their username.
+    prompt = build_context(conversation=ConversationFactory(user=family.owner,
+                                                            legacy=family.legacy),
+                           now=NOW).system_prompt
+    assert f"User: {family.owner.username}\n" in prompt
