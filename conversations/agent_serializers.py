@@ -140,6 +140,10 @@ class ContextFactSerializer(serializers.Serializer):
     is_mine = serializers.SerializerMethodField(
         help_text="true: the conversation's user noted it."
     )
+    disputed = serializers.BooleanField(
+        help_text="true: another member's fact in this list states another value of the same "
+        "thing (a recorded conflict); the prompt marks the line (disputed)."
+    )
 
     @extend_schema_field(serializers.ChoiceField(choices=["personal", "shared"]))
     def get_marked(self, fact: LegacyFact) -> str:
@@ -355,7 +359,8 @@ def _parts_body(packet: ContextPacket) -> dict:
         "facts": [
             {"id": str(f.pk), "category": f.category, "content": str(f.content),
              "visibility": f.visibility, "marked": fact_label(f),
-             "author": str(f.user.username), "is_mine": f.user_id == user_id}
+             "author": str(f.user.username), "is_mine": f.user_id == user_id,
+             "disputed": bool(getattr(f, "disputed", False))}
             for f in packet.facts
         ],
         "retrieved": [_hit_body(hit) for hit in packet.retrieved],

@@ -18,11 +18,13 @@ from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from agent_memory.models import AgentMemory, Place
 from conversations.models import Conversation, ConversationMemory
 from conversations.retrieval import SearchHit, message_range_label
 from facts.models import LegacyFact
-from facts.selectors import external_id_of, fact_label
+from facts.selectors import fact_label
 from memory_site.core.text import escape_tags, fence_line
 
 DATETIME_PREFIX = "Current date and time: "
@@ -57,7 +59,9 @@ A memory change is carried out only when the user's message of this turn asks fo
 # member's own shared fact is "(shared)" like everyone else's.
 FACT_LABELS_KEY = (
     "A fact marked (personal) is private to this user; a fact marked (shared) is visible to "
-    "the whole family."
+    "the whole family. A fact marked (disputed) is contradicted by another family member's "
+    "fact listed here: do not state either as settled; say that the family remembers it "
+    "differently, or ask."
 )
 
 
@@ -116,14 +120,22 @@ def persona_block(persona: str) -> str:
     )
 
 
-def user_name(user: object) -> str:
-    """How the prompt names the user: their full name when they gave one, else their username,
-    but never the username a platform's user was given here (`p1:<external id>`, an id and no
-    name the model should call them by): "" then, and the prompt names nobody."""
+def user_name(user: Any) -> str:
+    """How the prompt names the user: their full name when they gave one, else their username
+    when it is one a person could have chosen (the user model's username validators pass),
+    never the username a platform's user was given here (`p1:<external id>`: the ':' is
+    outside a person's characters, and it is an id, no name the model should call anyone by):
+    "" then, and the prompt names nobody. No query: the username says it."""
     full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
     if full:
         return full
-    return "" if external_id_of(user) is not None else user.get_username()
+    username = user.get_username()
+    try:
+        for validate in user._meta.get_field(user.USERNAME_FIELD).validators:
+            validate(username)
+    except ValidationError:
+        return ""
+    return username
 
 
 def persona_section(conversation: Conversation) -> Section:
@@ -211,7 +223,8 @@ def facts_section(facts: Iterable[LegacyFact], *, legacy_name: str) -> Section:
         + f"\n<{FACTS_FENCE}>\nPerson: {fence(legacy_name)}"
     )
     lines = [
-        Line(f"- [{fact.category}] {fence(fact.content)} ({fact_label(fact)})", fact)
+        Line(f"- [{fact.category}] {fence(fact.content)} ({fact_label(fact)})"
+             + (" (disputed)" if getattr(fact, "disputed", False) else ""), fact)
         for fact in facts
     ]
     return Section(name="facts", head=head, lines=lines, tail=f"</{FACTS_FENCE}>")

@@ -242,6 +242,7 @@ def _tables() -> dict[str, str]:
     user = get_user_model()
     return {
         "facts": quoted_table(LegacyFact),
+        "conflicts": quoted_table(FactConflict),
         "memberships": quoted_table(LegacyMembership),
         "users": quoted_table(user),
         "username": connection.ops.quote_name(
@@ -250,9 +251,16 @@ def _tables() -> dict[str, str]:
     }
 
 
+# The last column: whether a recorded conflict sets the fact against another current fact the
+# user may see too (as conflicts_visible_to shows them: never one of another member's private).
 _VISIBLE_FACTS_SQL = """
 SELECT coalesce(json_agg(json_build_array(
-         f.id, f.legacy_id, f.user_id, f.category, f.content, f.visibility, u.{username})
+         f.id, f.legacy_id, f.user_id, f.category, f.content, f.visibility, u.{username},
+         EXISTS (SELECT 1 FROM {conflicts} c JOIN {facts} o
+                   ON o.id = CASE WHEN c.fact_a_id = f.id THEN c.fact_b_id ELSE c.fact_a_id END
+                 WHERE (c.fact_a_id = f.id OR c.fact_b_id = f.id)
+                   AND o.superseded_by_id IS NULL
+                   AND (o.user_id = %(user_id)s OR o.visibility = 'shared')))
          ORDER BY f.extracted_at, f.id), '[]'::json)
 FROM {facts} f JOIN {users} u ON u.id = f.user_id
 WHERE f.legacy_id = %(legacy_id)s AND (f.user_id = %(user_id)s OR f.visibility = 'shared')
@@ -270,8 +278,14 @@ def facts_visible_sql() -> str:
 
 
 def facts_from_json(rows: list[list[Any]]) -> list[LegacyFact]:
-    """The facts of facts_visible_sql's value, in its order, each with its author."""
-    return [_fact(row[:6], row[6]) for row in rows]
+    """The facts of facts_visible_sql's value, in its order, each with its author and
+    `disputed`: another member's fact the reader may see states another value."""
+    facts = []
+    for row in rows:
+        fact = _fact(row[:6], row[6])
+        fact.disputed = bool(row[7])
+        facts.append(fact)
+    return facts
 
 
 _CORRECTIONS_SQL = """
