@@ -95,6 +95,41 @@ def test_the_same_state_gives_the_same_offline_reply(family, conversation):
     assert replies[0].content.startswith(OFFLINE_NOTICE)
 
 
+def test_forget_that_forgets_the_memory_it_names_and_says_so(family, owner_client,
+                                                             conversation):
+    """Found by an integrator walkthrough: the offline agent ignored "forget", made no call,
+    and said nothing of it. It now forgets the memory the request's words name (the write rule
+    allows it: the user asked), and says when it cannot tell which one is meant."""
+    for content in ("Remember that Mom called every Sunday at six.",
+                    "Remember that my sister Anna bakes on Sundays."):
+        assert owner_client.post(_url(conversation), {"content": content},
+                                 format="json").status_code == 201
+    mom = next(m for m in active_memories_for_user(family.owner) if "Mom" in m.content)
+
+    response = owner_client.post(
+        _url(conversation), {"content": "Please forget that Mom called every Sunday at six."},
+        format="json")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert [(c["name"], c["result"]["ok"]) for c in body["tool_calls"]] == [
+        ("manage_user_memory", True)]
+    assert body["reply"].startswith(f"Done — I've forgotten that memory [id:{mom.pk}].")
+    assert [m.content for m in active_memories_for_user(family.owner)] == [
+        "My sister Anna bakes on Sundays"]
+    # Nothing it can tell apart: no call, and it says so.
+    response = owner_client.post(_url(conversation), {"content": "Forget about the garage."},
+                                 format="json")
+    assert response.json()["tool_calls"] == []
+    assert "nothing was forgotten" in response.json()["reply"]
+    # Grief is no request.
+    response = owner_client.post(_url(conversation),
+                                 {"content": "I'll never forget my sister Anna baking."},
+                                 format="json")
+    assert response.json()["tool_calls"] == []
+    assert len(active_memories_for_user(family.owner)) == 1
+
+
 def test_remember_that_calls_add_to_memory_and_the_next_turn_knows_it(family, owner_client,
                                                                       conversation):
     response = owner_client.post(

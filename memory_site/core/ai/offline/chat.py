@@ -39,6 +39,20 @@ _REMINISCING = re.compile(r"(?:when|how|the time|that time)\b", re.IGNORECASE)
 _FROM_NOW_ON = re.compile(r"^\s*(?:from now on|always|never)\b.+", re.IGNORECASE | re.DOTALL)
 _PREFERENCE = re.compile(r"\b(prefer|like|love|hate|always|never|from now on)\b", re.IGNORECASE)
 _UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
+# "Please forget that Mom called every Sunday.", "Can you forget about the lake house?": a
+# request that starts its message (so "I'll never forget her laugh" is none).
+_FORGET = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:could|can|would|will) you\s+(?:please\s+)?)?"
+    r"(?:forget|delete|remove)\s+(?:that\s+|about\s+|the\s+memory\s+(?:that\s+|about\s+)?)?"
+    r"(?P<what>[^?!]+?)\s*[.!?]*\s*$",
+    re.IGNORECASE,
+)
+_MEMORY_LINE = re.compile(r"^- \[id:(?P<id>[^\]]+)\] (?:\[[^\]]*\] )?(?P<content>.*)$")
+_WORD = re.compile(r"[a-z0-9']+")
+# Words that say nothing of which memory is meant.
+_FORGET_STOP = frozenset(["the", "a", "an", "that", "this", "my", "her", "his", "their", "i",
+                          "is", "was", "to", "of", "in", "on", "at", "and", "user", "user's"])
+FORGET_MATCH = 0.5  # the share of the request's words a memory must hold
 OFFER_PREFIX = "Would you like me to remember that "
 _OFFER = re.compile(re.escape(OFFER_PREFIX) + r"(?P<what>.+?)\?")
 _YES = re.compile(rf"^\s*{AFFIRMATIVE}", re.I)  # the write rule's yes
@@ -92,6 +106,34 @@ def _remember_request(text: str) -> dict[str, str] | None:
     }
 
 
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower())) - _FORGET_STOP
+
+
+def _forget_request(said: str, memories: list[str]) -> tuple[dict[str, str] | None, str]:
+    """A request to forget a memory, and the memory it names: (the manage_user_memory call
+    that deactivates it, its text), or (None, "") when the message asks nothing of the kind,
+    or (None, what) when no memory holds at least FORGET_MATCH of its words, or two do alike."""
+    match = _FORGET.match(said)
+    what = " ".join(match.group("what").split()) if match else ""
+    wanted = _words(_memory_view(what)) | _words(what) if what else set()
+    if len(what) < 5 or not wanted:
+        return None, ""
+    scored = []
+    for line in memories:
+        found = _MEMORY_LINE.match(line)
+        if found:
+            held = _words(found.group("content"))
+            scored.append((len(wanted & held) / len(wanted), found.group("id"),
+                           found.group("content")))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0] < FORGET_MATCH or (
+            len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None, what
+    _, memory_id, _content = scored[0]
+    return {"operation": "deactivate_fact", "fact_id": memory_id}, what
+
+
 def _agent_view(text: str) -> str:
     """The user's words as the agent says them back: "my" → "your", "I" → "you"."""
     text = re.sub(r"\bmy\b", "your", text, flags=re.I)
@@ -134,7 +176,10 @@ def _confirmed_offer(earlier: list[dict[str, Any]], said: str) -> dict[str, str]
 def _after_tools(tool_results: list[dict[str, Any]]) -> str:
     parts = []
     for result in tool_results:
-        if result.get("ok"):
+        if result.get("ok") and result.get("result", {}).get("deactivated"):
+            parts.append(f"Done — I've forgotten that memory [id:{result['result']['fact_id']}]. "
+                         "It no longer comes into our conversations.")
+        elif result.get("ok"):
             stored = result.get("result", {})
             parts.append(
                 f"Noted — I'll remember that: {stored.get('content', '')} "
@@ -172,13 +217,25 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
             tool_calls=[ToolCall(id="offline-call-1", name="add_to_memory",
                                  arguments=json.dumps(request, sort_keys=True))],
         )
+    memories = [line for line in _fenced(system, "memory-data") if line.startswith("- [id:")]
+    forget, named = _forget_request(said, memories)
+    if forget is not None and "manage_user_memory" in tool_names:
+        return ChatReply(
+            content="",
+            tool_calls=[ToolCall(id="offline-call-1", name="manage_user_memory",
+                                 arguments=json.dumps(forget, sort_keys=True))],
+        )
+    if named:
+        return ChatReply(content=(
+            f"I couldn't tell which memory you mean by “{_quote(named)}”, so nothing was "
+            "forgotten. Your memories are listed with /memory; /memory delete <id> forgets one. "
+            f"{OFFLINE_NOTICE}"))
     if _NO.match(said) and _last_offer(messages[:last_user_index]):
         return ChatReply(content=f"No problem, I won't store that. {OFFLINE_NOTICE}")
     suggestion = _SUGGEST.match(said)
     if suggestion and "add_to_memory" in tool_names:
         what = _agent_view(" ".join(suggestion.group("what").split()))
         return ChatReply(content=f"{OFFER_PREFIX}{what}? {OFFLINE_NOTICE}")
-    memories = [line for line in _fenced(system, "memory-data") if line.startswith("- [id:")]
     # One `- [category] …` line per fact; the block's `Person:` line names the legacy.
     facts = [line for line in _fenced(system, "legacy_facts") if line.startswith("- [")]
     earlier = _fenced(system, "earlier_conversations")
