@@ -182,7 +182,24 @@ def facts_visible_to(
     facts = LegacyFact.objects.filter(legacy=legacy).filter(_visible_to(user))
     if not include_corrected:
         facts = facts.filter(superseded_by__isnull=True)
+    else:
+        # Whether the user may see what corrected a fact (successor_visible_to reads it).
+        facts = facts.annotate(successor_visibility=F("superseded_by__visibility"))
     return facts.select_related("user").order_by("extracted_at", "id")
+
+
+def successor_visible_to(user: AbstractBaseUser, fact: LegacyFact) -> bool:
+    """Whether `user` may see the fact that corrected `fact` (its author's, so theirs, or a
+    shared one): a fellow member is not told that a private correction exists, nor its id or
+    time. True for a current fact. Read from facts_visible_to's annotation when there is one,
+    else with a query."""
+    if fact.superseded_by_id is None or fact.user_id == user.pk:
+        return True
+    visibility = getattr(fact, "successor_visibility", None)
+    if visibility is None:
+        visibility = LegacyFact.objects.filter(pk=fact.superseded_by_id).values_list(
+            "visibility", flat=True).first()
+    return visibility == LegacyFact.Visibility.SHARED
 
 
 def facts_filtered(

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
-from facts.selectors import external_id_of, fact_corrections_visible
+from facts.selectors import external_id_of, fact_corrections_visible, successor_visible_to
 from memory_site.core.api import IsoDateTimeField
 from memory_site.core.strict import StrictInputSerializer, TextField
 
@@ -163,11 +163,12 @@ class FactSerializer(serializers.ModelSerializer):
     is_current = serializers.BooleanField(
         read_only=True, help_text="False once a later fact of the author corrected it."
     )
-    superseded_by = serializers.UUIDField(
-        source="superseded_by_id", read_only=True, allow_null=True,
-        help_text="The fact that corrected this one, or null while it is current.",
+    superseded_by = serializers.SerializerMethodField(
+        help_text="The fact that corrected this one, or null while it is current (and for "
+        "another member's fact whose correction they keep private).",
     )
-    superseded_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    superseded_at = serializers.SerializerMethodField(
+        help_text="When it was corrected; null as superseded_by is.")
     corrects = serializers.SerializerMethodField(
         help_text="The earlier values this fact corrected (that I may see), oldest first."
     )
@@ -183,6 +184,19 @@ class FactSerializer(serializers.ModelSerializer):
 
     def get_is_mine(self, fact: LegacyFact) -> bool:
         return fact.user_id == self.context["request"].user.pk
+
+    @extend_schema_field(serializers.UUIDField(allow_null=True))
+    def get_superseded_by(self, fact: LegacyFact) -> str | None:
+        if not successor_visible_to(self.context["request"].user, fact):
+            return None
+        return str(fact.superseded_by_id) if fact.superseded_by_id else None
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_superseded_at(self, fact: LegacyFact) -> str | None:
+        if fact.superseded_at is None or not successor_visible_to(
+                self.context["request"].user, fact):
+            return None
+        return serializers.DateTimeField().to_representation(fact.superseded_at)
 
     @extend_schema_field(CorrectedFactSerializer(many=True))
     def get_corrects(self, fact: LegacyFact) -> list[dict]:

@@ -700,3 +700,30 @@ def test_a_correction_chain_that_loops_ends_instead_of_running_forever(family):
 
     assert selectors.corrections_said_in(user=family.owner, legacy=family.legacy,
                                          conversation_ids=[conversation.pk]) == []
+
+
+def test_a_fellow_member_is_not_told_of_a_correction_kept_private(family):
+    """Found by a hostile-member probe: a shared fact corrected by a fact its author then made
+    private showed the correction's id and time to every member (superseded_by, superseded_at,
+    in the list with include_corrected). The author still sees both;
+    once the correction is shared again, so does everyone."""
+    shared = LegacyFactFactory(legacy=family.legacy, user=family.owner, visibility="shared",
+                               content="Rose married Harold in 1961.")
+    correction = LegacyFactFactory(legacy=family.legacy, user=family.owner, visibility="shared",
+                                   content="Rose married Harold in 1962.")
+    services.fact_supersede(old=shared, new=correction, new_created=False)
+    services.fact_set_visibility(fact=correction, user=family.owner, visibility="private")
+    url = f"/api/ai/legacies/{family.legacy.pk}/facts?include_corrected=true"
+
+    def seen_by(user):
+        listed = {f["id"]: f for f in api_client_for(user).get(url).json()["facts"]}
+        return [listed[str(shared.pk)]]
+
+    for body in seen_by(family.member):
+        assert (body["is_current"], body["superseded_by"], body["superseded_at"]) == (
+            False, None, None)
+    for body in seen_by(family.owner):
+        assert body["superseded_by"] == str(correction.pk) and body["superseded_at"]
+    services.fact_set_visibility(fact=correction, user=family.owner, visibility="shared")
+    for body in seen_by(family.member):
+        assert body["superseded_by"] == str(correction.pk) and body["superseded_at"]
