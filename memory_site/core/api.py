@@ -169,8 +169,10 @@ def _error_answer(description: str) -> dict:
 
 def document_shared_errors(result: dict, generator: Any, request: Any, public: bool) -> dict:
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS): the answers an operation
-    gives besides its own. Every API view is rate-limited (429), and a page asked with a
-    malformed `?limit=` or `?offset=` is a 400."""
+    gives besides its own. Every API view is rate-limited (429); a page asked with a
+    malformed `?limit=` or `?offset=` is a 400; a body is refused over DATA_UPLOAD_MAX_MEMORY_SIZE
+    (413) or in a media type the API does not parse (415); a write may lose a race in the
+    database (503 `busy`)."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if method not in ("get", "post", "put", "patch", "delete"):
@@ -181,6 +183,13 @@ def document_shared_errors(result: dict, generator: Any, request: Any, public: b
                 responses.setdefault("400", _error_answer(
                     "A malformed `limit` or `offset`; `errors` names it."
                 ))
+            if "requestBody" in operation:
+                responses.setdefault("413", _error_answer(
+                    "`too_large`: the body is over DATA_UPLOAD_MAX_MEMORY_SIZE; nothing written."))
+                responses.setdefault("415", _error_answer(
+                    "`unsupported_media_type`: send the body as application/json."))
+            if method != "get":
+                responses.setdefault("503", _error_answer(ERROR_DESCRIPTIONS[503]))
             responses.setdefault("429", _error_answer(ERROR_DESCRIPTIONS[429]))
     return result
 
