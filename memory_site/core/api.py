@@ -219,7 +219,8 @@ class ItemsPagination(LimitOffsetPagination):
     def max_limit(self) -> int:  # type: ignore[override]
         return settings.API_MAX_PAGE_SIZE
 
-    def _page_number(self, request: Request, name: str, minimum: int, default: int) -> int:
+    def _page_number(self, request: Request, name: str, minimum: int, default: int,
+                     note: str = "") -> int:
         """A page parameter as strict as the schema says: digits only, from `minimum` to
         MAX_PAGE_NUMBER; anything else (`null`, `1.5`, `-1`) is a 400, not silently the
         default."""
@@ -228,12 +229,14 @@ class ItemsPagination(LimitOffsetPagination):
             return default
         if not (text.isascii() and text.isdigit() and minimum <= int(text) <= MAX_PAGE_NUMBER):
             raise exceptions.ValidationError(
-                {name: [f"Must be an integer from {minimum} to {MAX_PAGE_NUMBER}."]}
+                {name: [f"Must be an integer from {minimum} to {MAX_PAGE_NUMBER}.{note}"]}
             )
         return int(text)
 
     def get_limit(self, request: Request) -> int:
-        limit = self._page_number(request, self.limit_query_param, 1, self.default_limit)
+        limit = self._page_number(
+            request, self.limit_query_param, 1, self.default_limit,
+            note=f" A page holds at most {self.max_limit} items: a larger limit gives that many.")
         return min(limit, self.max_limit)
 
     def get_offset(self, request: Request) -> int:

@@ -49,6 +49,12 @@ def test_list_is_paginated_with_a_maximum_page_size(owner_client, family, settin
     assert body["total"] == 4
     assert len(body["legacies"]) == 2
     assert body["limit"] == 2
+    # A limit refused says the page's own bound too, not only the integer's.
+    refused = owner_client.get("/api/legacies?limit=0")
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"limit": [
+        "Must be an integer from 1 to 2147483647. A page holds at most 2 items: a larger "
+        "limit gives that many."]}
 
 
 @pytest.mark.parametrize(
