@@ -283,6 +283,12 @@ def user_data_erase(*, user: AbstractBaseUser) -> dict[str, int]:
     mentions that came from them keep their other data and lose the link (SET NULL).
     Returns the counts per kind."""
     with transaction.atomic():
+        # Each conversation's row first, in one order: a message being appended (it locks the
+        # row: message_append) is committed before the delete collects the messages, and one
+        # that comes after finds the conversation gone (404). Unlocked, the delete collected
+        # the messages, an append committed one more, and the delete failed on its key.
+        list(Conversation.objects.select_for_update().filter(user=user).order_by("pk")
+             .values_list("pk", flat=True))
         _, deleted = Conversation.objects.filter(user=user).delete()
         # A chunk names its user as well as its conversation; none may outlive the erase.
         _, stray = ConversationChunk.objects.filter(user=user).delete()

@@ -268,3 +268,36 @@ def test_an_api_request_that_loses_a_deadlock_is_a_503_busy_with_retry_after(
     assert response["Retry-After"] == "1"
     body = response.json()
     assert body["code"] == "busy" and "Send it again" in body["detail"] and body["error_id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erase_waits_for_a_message_being_appended_and_takes_it_along(family, monkeypatch):
+    """Found by a hostile probe: an erase racing message posts failed with a 500 every time
+    (the delete collected the messages, an append committed one more, and the delete broke
+    the message's key), so a platform that kept posting kept the erase from ever happening."""
+    from conversations.services import messages as message_services
+
+    conversation = ConversationFactory(user=family.member, legacy=family.legacy)
+    _talk(conversation, 4)
+    appending, release = threading.Event(), threading.Event()
+    apply = message_services.apply_session_state
+
+    def apply_then_wait(*args, **kwargs):
+        apply(*args, **kwargs)
+        appending.set()  # the message is inserted; the conversation's row is held
+        release.wait(timeout=10)
+
+    monkeypatch.setattr(message_services, "apply_session_state", apply_then_wait)
+    writer, written = _in_thread(lambda: message_services.message_append(
+        conversation=conversation, role="user", content="One more thing about Rose."))
+    assert appending.wait(timeout=10)
+    eraser, erased = _in_thread(lambda: user_data_erase(user=family.member))
+    time.sleep(0.5)
+    assert not erased  # waiting for the append
+    release.set()
+    writer.join(timeout=20)
+    eraser.join(timeout=20)
+    assert "error" not in written, written["error"]
+    assert "error" not in erased, erased["error"]
+    assert erased["result"]["messages"] == 5
+    assert not Message.objects.exists()
