@@ -19,7 +19,8 @@ urlpatterns = [
         name="api-legacy-member-leave",
     ),
     path(
-        "legacies/<uuid:legacy_id>/members/<str:username>",
+        # <path:>: a platform's external id may hold a '/' (team/ann).
+        "legacies/<uuid:legacy_id>/members/<path:username>",
         apis.LegacyMemberDetailApi.as_view(),
         name="api-legacy-member",
     ),

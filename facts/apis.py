@@ -79,12 +79,10 @@ def _added_by_integration(request: Request, username: str) -> bool:
 
 def _named(request: Request, username: str, *, provision: bool = True) -> str:
     """The username a family call names, as the request's authentication class reads it: a
-    platform key names its users by their external id (`member_username`); a session or an API
-    token by username. `me` stays the caller."""
+    platform key names its users by their external id, and `me` in any case as the caller
+    (`member_username`); a session or an API token by username."""
     read = getattr(request.successful_authenticator, "member_username", None)
-    if read is None or username.lower() == services.ME:
-        return username
-    return read(request, username, provision=provision)
+    return username if read is None else read(request, username, provision=provision)
 
 
 class LegacyMemberListCreateApi(APIView):

@@ -25,8 +25,13 @@ class LegacySerializer(serializers.ModelSerializer):
         fields = ["id", "name", "created_by", "created_at", "role"]
 
 
+# A username here is at most 150 characters; a platform names its users by external id, at most
+# 255 (memory_site.platforms), which the authentication class maps to the username.
+NAMED_MAX_CHARS = 255
+
+
 class MemberInputSerializer(StrictInputSerializer):
-    username = serializers.CharField(max_length=150)
+    username = serializers.CharField(max_length=NAMED_MAX_CHARS)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 
@@ -81,7 +86,7 @@ class MembershipEndedSerializer(serializers.Serializer):
 
 
 class InvitationInputSerializer(StrictInputSerializer):
-    username = serializers.CharField(max_length=150)
+    username = serializers.CharField(max_length=NAMED_MAX_CHARS)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 

@@ -58,16 +58,16 @@ class PlatformKeyAuthentication(authentication.BaseAuthentication):
 
     def member_username(self, request: Request, username: str, *, provision: bool = True) -> str:
         """The username of the person a platform names in a family call (facts.apis: invite, add,
-        remove): its own users by their external id, as X-User-Id names them. With `provision`
-        (invite, add) a user it has not sent yet is provisioned as X-User-Id would, so that an
-        invitation reaches them when they first come. The stored username of one of its own
-        users (`p1:ann`) is read as itself. A 400 on `username` for an id X-User-Id would
-        refuse."""
+        remove): always its own user of that external id, as X-User-Id names them, never a
+        username stored here (`p1:ann` is the user whose external id is `p1:ann`, as
+        X-User-Id: p1:ann is). `me`, in any case, is the caller. With `provision` (invite,
+        add) a user it has not sent yet is provisioned as X-User-Id would, so that an
+        invitation reaches them when they first come. A 400 on `username` for an id X-User-Id
+        would refuse."""
         if not isinstance(request.auth, PlatformKey):
             return username
-        platform_id = request.auth.platform_id
-        if PlatformUser.objects.filter(platform_id=platform_id, user__username=username).exists():
-            return username
+        if username.lower() == "me":
+            return request.user.get_username()
         if not provision:
             return platform_username(request.auth.platform, username)
         try:

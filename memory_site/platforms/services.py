@@ -82,17 +82,29 @@ def platform_user_get_or_create(
         return existing, False
     try:
         with transaction.atomic():
-            # No password: a platform user never signs in to the dashboard.
-            user = get_user_model().objects.create_user(username=platform_username(platform, external_id))
+            # No password: a platform user never signs in to the dashboard. Not create_user,
+            # whose NFKC normalisation made `ｖictim` the username of `victim`: an external id
+            # is opaque, and two ids are two users.
+            user = get_user_model()(username=platform_username(platform, external_id))
+            user.set_unusable_password()
+            user.save()
             created = PlatformUser.objects.create(
                 platform=platform, external_id=external_id, user=user
             )
         return created, True
     except IntegrityError:
+        existing = (
+            PlatformUser.objects.select_related("user")
+            .filter(platform=platform, external_id=external_id).first()
+        )
+        if existing is None:
+            # The username is an older account's (one made before usernames kept ids as sent,
+            # when create_user folded `ｖictim` into `victim`): refused, not a 500.
+            raise ValidationError({field: [
+                f"{field} cannot be told apart from another user's id here; use another."]}
+            ) from None
         return (
-            PlatformUser.objects.select_related("user").get(
-                platform=platform, external_id=external_id
-            ),
+            existing,
             False,
         )
 

@@ -344,13 +344,59 @@ def test_a_platform_adds_only_its_own_users_to_a_family_directly():
     assert refused.status_code == 403 and refused.json()["code"] == "invitation_required"
     assert len(_memberships()) == len(before) + 1  # the person's own, of their new legacy
     added = owner.post(f"/api/legacies/{legacy['id']}/members",
-                       {"username": sister, "role": "member"}, format="json")
+                       {"username": "sister-7", "role": "member"}, format="json")
     assert added.status_code == 201
     assert added.json()["username"] == sister
     # The sister now sees the family through the same key.
     members = _client(first, "sister-7").get(f"/api/legacies/{legacy['id']}/members").json()
     assert [m["external_id"] for m in members["members"]] == [
         "owner-1", stranger_of_second, person.username, "sister-7"]
+
+
+def test_a_platform_names_people_by_external_id_only_and_me_is_the_caller():
+    """Found by a hostile probe: `p1:victim` named the user of external id `victim` in family
+    calls but the user of external id `p1:victim` in X-User-Id, and which one depended on what
+    existed; the external id `me` (stored `p1:me`) could be added, and removing `me` then made
+    the owner leave and hand the legacy to them. Now a name is an external id, always, as in
+    X-User-Id, and `me` in any case is the caller."""
+    key = _create("first")
+    prefix = f"p{Platform.objects.get(name='first').pk}:"
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    members_url = f"/api/legacies/{legacy['id']}/members"
+    _client(key, "victim").get("/api/legacies")
+    prefixed = _client(key, f"{prefix}victim")
+    prefixed.get("/api/legacies")
+    added = owner.post(members_url, {"username": f"{prefix}victim"}, format="json")
+    assert added.status_code == 201 and added.json()["external_id"] == f"{prefix}victim"
+    assert [m["external_id"] for m in prefixed.get(members_url).json()["members"]] == [
+        "owner-1", f"{prefix}victim"]
+    for me in ("me", "Me", "ME"):
+        refused = owner.post(members_url, {"username": me}, format="json")
+        assert refused.status_code == 409, me
+        assert refused.json()["detail"] == "That user is already a member of this legacy."
+    assert not PlatformUser.objects.filter(external_id__iexact="me").exists()
+    # An id with a '/' or of 151–255 characters is named like any other.
+    for external_id in ("team/ann", "x" * 255):
+        assert owner.post(members_url, {"username": external_id},
+                          format="json").status_code == 201, external_id
+        assert owner.delete(f"{members_url}/{external_id}").status_code == 200, external_id
+
+
+def test_look_alike_external_ids_are_different_users():
+    """Found by a hostile probe: create_user's Unicode normalisation stored `ｖictim` (full
+    width) as `p1:victim`, so the real `victim` could never be made (a 500 from then on), and
+    an id that grew past 150 characters when normalised was a 500."""
+    key = _create("first")
+    for external_id in ("ｎewbie", "newbie", "\ufdfa" * 40):
+        # WSGI hands headers over decoded as latin-1: what a client sending UTF-8 arrives as.
+        response = _client(key, external_id.encode().decode("latin-1")).get("/api/legacies")
+        assert response.status_code == 200, external_id
+    assert PlatformUser.objects.filter(external_id__in=["ｎewbie", "newbie"]).count() == 2
+    assert len({u.user_id for u in PlatformUser.objects.all()}) == 3
+    provisioned = _client(key).post("/api/platform/users", {"external_id": "newbie"},
+                                    format="json")
+    assert provisioned.status_code == 200
 
 
 def test_a_platform_names_family_members_by_its_own_ids():
