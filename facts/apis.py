@@ -123,6 +123,8 @@ class LegacyMemberListCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # The owner first: a denied request provisions nobody (_named may).
+        services.require_owner(legacy=legacy, user=request.user, action="add members")
         username = _named(request, data.validated_data["username"])
         if not _added_by_integration(request, username):
             raise services.InvitationRequired()
@@ -221,6 +223,8 @@ class LegacyInvitationListCreateApi(APIView):
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         data = InvitationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # The owner first: a denied request provisions nobody (_named may).
+        services.require_owner(legacy=legacy, user=request.user, action="invite people")
         invitation = services.invitation_create(
             legacy=legacy, invited_by=request.user,
             **{**data.validated_data, "username": _named(request, data.validated_data["username"])},
@@ -355,7 +359,7 @@ class LegacyFactListCreateApi(APIView):
         data = FactInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fact, created = services.fact_create(
-            legacy=legacy, user=request.user, **data.validated_data
+            legacy=legacy, user=request.user, **data.validated_data, as_member=True
         )
         body = FactCreatedSerializer(
             fact, context={"request": request, "duplicate": not created}

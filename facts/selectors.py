@@ -45,12 +45,34 @@ def legacy_for_member(*, user: AbstractBaseUser, legacy_id: object) -> Legacy:
     return _LEGACY_READ.one_for(user, legacy_id)
 
 
+def _platform_user_of(user: object) -> Any:
+    """The platform's record of its user (memory_site.platforms.PlatformUser, read by the
+    reverse accessor of its one-to-one key, so that this app imports nothing of the roof), or
+    None for a person who signs in here."""
+    return getattr(user, "platform_user", None)
+
+
 def external_id_of(user: object) -> str | None:
-    """A platform's own id for its user (the X-User-Id it sends), None for a person who signs
-    in here (memory_site.platforms, read by its reverse accessor: this app imports nothing of
-    the roof)."""
-    platform_user = getattr(user, "platform_user", None)
+    """A platform's own id for its user (the X-User-Id it sends), None for a person."""
+    platform_user = _platform_user_of(user)
     return None if platform_user is None else platform_user.external_id
+
+
+def realm_of(user: object) -> object | None:
+    """Where an account lives: the id of the platform whose user it is, or None for a person
+    who signs in here. An invitation crosses no realm: one platform never reaches another's
+    users, nor a person a platform's users, nor the reverse."""
+    platform_user = _platform_user_of(user)
+    return None if platform_user is None else platform_user.platform_id
+
+
+def invited_within_realm(user: AbstractBaseUser) -> Q:
+    """Invitations to `user` sent from their own realm (realm_of): one sent across realms
+    before invitation_create refused them stays unseen and unanswerable."""
+    realm = realm_of(user)
+    if realm is None:
+        return Q(invited_by__platform_user__isnull=True)
+    return Q(invited_by__platform_user__platform_id=realm)
 
 
 def legacy_members(*, legacy: Legacy) -> QuerySet[LegacyMembership]:
@@ -64,7 +86,7 @@ def invitations_pending_for(user: AbstractBaseUser) -> QuerySet[LegacyInvitation
         return LegacyInvitation.objects.none()
     return (
         LegacyInvitation.objects.filter(
-            invited_user=user, status=LegacyInvitation.Status.PENDING
+            invited_within_realm(user), invited_user=user, status=LegacyInvitation.Status.PENDING
         )
         .select_related("legacy", "invited_by__platform_user")
         .order_by("created_at", "id")
@@ -78,7 +100,8 @@ def invitation_for_invitee(*, user: AbstractBaseUser, invitation_id: object) -> 
         raise NotFound()
     try:
         invitation = (
-            LegacyInvitation.objects.filter(pk=invitation_id, invited_user=user)
+            LegacyInvitation.objects.filter(invited_within_realm(user), pk=invitation_id,
+                                            invited_user=user)
             .select_related("legacy", "invited_by")
             .first()
         )

@@ -15,11 +15,11 @@ from django.db.models import Model, Q
 from django.utils import timezone
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
-from facts.selectors import legacy_heir
+from facts.selectors import invited_within_realm, legacy_heir, realm_of
 from memory_site.core import events
 from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.language.attributes import contradiction
-from memory_site.core.locks import LockNamespace, hold_user
+from memory_site.core.locks import LockNamespace, hold_row, hold_user
 from memory_site.core.sql import quoted_table
 from memory_site.core.text import (
     INVISIBLE_MESSAGE,
@@ -62,7 +62,7 @@ def legacy_member_add(
 ) -> LegacyMembership:
     """The owner adds a user by username. Raises PermissionDenied, ValidationError (an unknown
     username, a bad role), or Conflict when the user is already a member."""
-    _require_owner(legacy=legacy, user=added_by, action="add members")
+    require_owner(legacy=legacy, user=added_by, action="add members")
     if role not in LegacyMembership.Role.values:
         raise ValidationError({"role": [f"Must be one of: {', '.join(LegacyMembership.Role.values)}."]})
     reject_nul(username=username)
@@ -73,7 +73,7 @@ def legacy_member_add(
         raise ValidationError({"username": ["No user has that username."]})
     try:
         with transaction.atomic():
-            _, members = _lock_family(legacy)
+            _, members = _lock_family(legacy, acting=added_by)
             _require_owner_of(members, user=added_by, action="add members")
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
@@ -110,7 +110,7 @@ def membership_leave(*, legacy: Legacy, user: AbstractBaseUser) -> MembershipLef
     NotFound if the user is not a member, LastMemberCannotLeave if nobody else is.
     """
     with transaction.atomic():
-        legacy, members = _lock_family(legacy)
+        legacy, members = _lock_family(legacy, acting=user)
         membership = next((m for m in members if m.user_id == user.pk), None)
         if membership is None:
             raise NotFound()
@@ -127,7 +127,7 @@ def membership_remove(
     if username == removed_by.get_username():
         return membership_leave(legacy=legacy, user=removed_by)
     with transaction.atomic():
-        legacy, members = _lock_family(legacy)
+        legacy, members = _lock_family(legacy, acting=removed_by)
         if not any(
             m.user_id == removed_by.pk and m.role == LegacyMembership.Role.OWNER for m in members
         ):
@@ -138,13 +138,17 @@ def membership_remove(
         return _membership_end(legacy=legacy, membership=membership, members=members)
 
 
-def _lock_family(legacy: Legacy) -> tuple[Legacy, list[LegacyMembership]]:
+def _lock_family(legacy: Legacy, acting: AbstractBaseUser | None = None
+                 ) -> tuple[Legacy, list[LegacyMembership]]:
     """The legacy row, locked, and its members, longest-standing first. The lock serialises
     everyone joining, leaving, being removed or erasing: two last-but-one members leaving at
     once cannot both go and leave the legacy with nobody. FOR NO KEY UPDATE: rows that point
     at the legacy (a fact, a conversation) are still inserted meanwhile, so that a member who
     shares a fact, holding their membership row (_hold_membership), never waits for a leaving
     that waits for them."""
+    if acting is not None:
+        # The acting member's account row first, as an erase of their data takes it first.
+        hold_user(acting.pk)
     try:
         legacy = Legacy.objects.select_for_update(no_key=True).get(pk=legacy.pk)
     except Legacy.DoesNotExist:
@@ -162,17 +166,14 @@ def _hold_membership(*, legacy_id: object, user_id: object) -> bool:
     until the transaction ends. Call before making a fact shared: their leaving or removal
     deletes that row first (_membership_end), so it waits for the sharing transaction to
     commit and then makes the fact private, and a sharing that comes after it finds no row."""
+    # The user's and the legacy's rows first, as their erase locks them (user, legacy, then
+    # the membership it deletes): the new fact's foreign keys hold these rows anyway, and
+    # taken after the membership they waited for an erase that waited for it. A legacy gone
+    # (its last member's erase deleted it) holds no membership either.
+    hold_user(user_id)
+    if not hold_row(Legacy, legacy_id):
+        return False
     with connection.cursor() as cursor:
-        # The user's and the legacy's rows first, as their erase locks them (user, legacy, then
-        # the membership it deletes): the new fact's foreign keys hold these rows anyway, and
-        # taken after the membership they waited for an erase that waited for it.
-        cursor.execute(
-            f"SELECT 1 FROM {quoted_table(get_user_model())} WHERE id = %s FOR KEY SHARE",
-            [user_id],
-        )
-        cursor.execute(
-            f"SELECT 1 FROM {quoted_table(Legacy)} WHERE id = %s FOR KEY SHARE", [legacy_id]
-        )
         cursor.execute(
             f"SELECT 1 FROM {quoted_table(LegacyMembership)} WHERE legacy_id = %s "
             "AND user_id = %s FOR KEY SHARE", [legacy_id, user_id],
@@ -256,7 +257,9 @@ class InvitationAnswered(Conflict):
     default_message = "This invitation has already been answered."
 
 
-def _require_owner(*, legacy: Legacy, user: AbstractBaseUser, action: str) -> None:
+def require_owner(*, legacy: Legacy, user: AbstractBaseUser, action: str) -> None:
+    """PermissionDenied unless `user` owns `legacy` (the services check it again under the
+    family lock)."""
     if not LegacyMembership.objects.filter(
         legacy=legacy, user=user, role=LegacyMembership.Role.OWNER
     ).exists():
@@ -266,19 +269,10 @@ def _require_owner(*, legacy: Legacy, user: AbstractBaseUser, action: str) -> No
 def _require_owner_of(
     members: list[LegacyMembership], *, user: AbstractBaseUser, action: str
 ) -> None:
-    """_require_owner on the members _lock_family read: still an owner once the family is
+    """require_owner on the members _lock_family read: still an owner once the family is
     locked (not removed while the request came in)."""
     if not any(m.user_id == user.pk and m.role == LegacyMembership.Role.OWNER for m in members):
         raise PermissionDenied(f"Only the legacy's owner can {action}.")
-
-
-def _realm(user: AbstractBaseUser) -> object | None:
-    """Where an account lives: the platform whose user it is (memory_site.platforms, read by
-    the reverse accessor of its one-to-one key, so that this app imports nothing of the roof),
-    or None for a person who signs in here. An invitation crosses no realm: one platform never
-    reaches another's users, nor a person a platform's users, nor the reverse."""
-    platform_user = getattr(user, "platform_user", None)
-    return None if platform_user is None else platform_user.platform_id
 
 
 def invitation_create(
@@ -286,10 +280,10 @@ def invitation_create(
 ) -> LegacyInvitation:
     """An owner invites someone by username. Whether an account of that name exists is not
     told: an unknown username gets a pending invitation too, one nobody can answer, and so
-    does an account of another realm (_realm).
+    does an account of another realm (selectors.realm_of).
     Raises PermissionDenied (not an owner), ValidationError (a bad role or username),
     AlreadyMember (also for oneself), AlreadyInvited."""
-    _require_owner(legacy=legacy, user=invited_by, action="invite people")
+    require_owner(legacy=legacy, user=invited_by, action="invite people")
     username = (username or "").strip()
     errors: dict[str, list[str]] = {}
     if not username:
@@ -307,7 +301,7 @@ def invitation_create(
         raise AlreadyMember("You are already a member: you cannot invite yourself.")
     reject_nul(username=username)
     with transaction.atomic():
-        legacy, members = _lock_family(legacy)
+        legacy, members = _lock_family(legacy, acting=invited_by)
         _require_owner_of(members, user=invited_by, action="invite people")
         if any(m.user.get_username() == username for m in members):
             raise AlreadyMember()
@@ -316,7 +310,7 @@ def invitation_create(
         ).exists():
             raise AlreadyInvited()
         invitee = get_user_model().objects.filter(username=username).first()
-        if invitee is not None and _realm(invitee) != _realm(invited_by):
+        if invitee is not None and realm_of(invitee) != realm_of(invited_by):
             invitee = None  # as good as unknown: nobody can answer it
         return LegacyInvitation.objects.create(
             legacy=legacy, username=username, invited_user=invitee, invited_by=invited_by,
@@ -340,8 +334,8 @@ def _lock_pending_invitation(
     is gone, InvitationAnswered once it has been answered."""
     legacy, members = _lock_family(invitation.legacy)
     invitation = (
-        LegacyInvitation.objects.select_for_update()
-        .filter(pk=invitation.pk, invited_user=user)
+        LegacyInvitation.objects.select_for_update(of=("self",))
+        .filter(invited_within_realm(user), pk=invitation.pk, invited_user=user)
         .first()
     )
     if invitation is None:
@@ -385,9 +379,9 @@ def invitation_withdraw(
 ) -> None:
     """An owner withdraws a pending invitation of the legacy (the row goes). Raises
     PermissionDenied (not an owner) or NotFound."""
-    _require_owner(legacy=legacy, user=withdrawn_by, action="withdraw invitations")
+    require_owner(legacy=legacy, user=withdrawn_by, action="withdraw invitations")
     with transaction.atomic():
-        _, members = _lock_family(legacy)
+        _, members = _lock_family(legacy, acting=withdrawn_by)
         _require_owner_of(members, user=withdrawn_by, action="withdraw invitations")
         try:
             deleted, _ = LegacyInvitation.objects.filter(
@@ -585,12 +579,18 @@ def fact_create(
     # A conversation of the author's, passed in by the app above (facts never imports it).
     source_conversation: Model | None = None,
     source_range: tuple[int, int] | None = None,
+    as_member: bool = False,
 ) -> tuple[LegacyFact, bool]:
     """Save a fact for (legacy, user) unless it duplicates one of theirs.
 
     Returns (fact, created); on a duplicate, (the existing fact, False) and nothing is
     written. Used by the extraction pipeline and by people adding facts by hand. Call
     it inside the caller's transaction when the fact is part of a larger write.
+
+    `as_member` (a fact added by hand): the author must be a member when it is written,
+    checked under the locks; NotFound otherwise (they left, were removed or erased their data
+    since the request read the legacy, or the legacy went with it). A shared fact always is.
+    The pipeline's facts need not: a member who left keeps what their conversations said.
     """
     content = _fold_whitespace(content or "")
     _validate_fact_fields(category=category, content=content, visibility=visibility)
@@ -598,7 +598,7 @@ def fact_create(
     with transaction.atomic():
         _lock_author_facts(legacy_id=legacy.pk, user_id=user.pk)
         _lock_conflict_checks(legacy.pk)
-        if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
+        if (as_member or visibility == LegacyFact.Visibility.SHARED) and not _hold_membership(
             legacy_id=legacy.pk, user_id=user.pk
         ):
             raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
@@ -813,9 +813,9 @@ def fact_supersede(
             and member  # a correction of a shared fact is shared only by a member
         ):
             replacement.visibility = LegacyFact.Visibility.SHARED
-            # A fact the author kept private until now is private again if the correction is
-            # undone (fact_correction_undo); one made for the correction goes with the undo.
-            replacement.shared_by_correction = not replacement.created_as_correction
+            # Private again if the correction is undone and the fact stays (fact_correction_undo:
+            # one stated before, or edited since; one made for the correction goes with it).
+            replacement.shared_by_correction = True
             replacement.save(update_fields=["visibility", "shared_by_correction", "updated_at"])
         events.publish(events.FACT_SUPERSEDED, user_id=replacement.user_id, data={
             "legacy_id": str(replacement.legacy_id),

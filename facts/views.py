@@ -305,6 +305,7 @@ def fact_add(request: HttpRequest, legacy_id: str) -> HttpResponse:
             category=request.POST.get("category", ""),
             content=request.POST.get("content", ""),
             visibility=request.POST.get("visibility", LegacyFact.Visibility.PRIVATE),
+            as_member=True,
         )
     except ValidationError as exc:
         return _render_facts_page(

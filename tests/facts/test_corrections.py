@@ -428,6 +428,15 @@ def test_undo_makes_a_private_fact_that_the_correction_shared_private_again(fami
     private.refresh_from_db()
     assert (private.visibility, private.superseded_by_id) == ("private", None)
     assert member_sees() == ["Rose married Harold in 1961 at St. Mary's."]
+    # Made for the correction, then edited (so kept by the undo): private again too.
+    made = LegacyFactFactory(legacy=family.legacy, user=family.owner, visibility="private",
+                             content="Rose married Harold in 1963 at St. Mary's.")
+    services.fact_supersede(old=shared, new=made, new_created=True)
+    services.fact_update(fact=made, user=family.owner,
+                         content="Rose married Harold in 1963 at St. Mary's, in June.")
+    assert not services.fact_correction_undo(fact=made, user=family.owner).removed
+    made.refresh_from_db()
+    assert made.visibility == "private"
     # Shared by the author after the correction: the undo leaves it shared.
     services.fact_supersede(old=shared, new=private, new_created=False)
     services.fact_set_visibility(fact=private, user=family.owner, visibility="private")

@@ -356,14 +356,14 @@ def test_an_owner_removed_while_inviting_sends_no_invitation(family, cousin, mon
     co_owner = UserFactory(username="co-owner")
     MembershipFactory(legacy=family.legacy, user=co_owner, role="owner")
     checked = threading.Event()
-    require = services._require_owner
+    require = services.require_owner
 
     def slow(**kwargs):
         require(**kwargs)
         checked.set()
         time.sleep(0.4)
 
-    monkeypatch.setattr(services, "_require_owner", slow)
+    monkeypatch.setattr(services, "require_owner", slow)
     outcome = []
 
     def invite() -> None:

@@ -467,3 +467,44 @@ def test_an_invitation_crosses_no_platform_and_no_dashboard():
     assert sent.status_code == 202
     assert mallory.get("/api/invitations").json()["total"] == 0
     assert api_client_for(person).get("/api/invitations").json()["total"] == 0
+
+
+def test_an_invitation_sent_across_realms_before_the_rule_is_neither_listed_nor_accepted():
+    """Found by a review: the realm rule was only checked when inviting, so an invitation written
+    across realms before it (another platform's user inviting this one's as owner) was still
+    listed and accepted."""
+    from facts.models import LegacyInvitation, LegacyMembership
+    from tests.factories import LegacyFactory
+
+    first, second = _create("first"), _create("second")
+    ben = _client(first, "ben")
+    ben.get("/api/legacies")
+    mallory = _client(second, "mallory")
+    mallory.get("/api/legacies")
+    ben_user = PlatformUser.objects.get(external_id="ben").user
+    mallory_user = PlatformUser.objects.get(external_id="mallory").user
+    legacy = LegacyFactory(name="Free prize", created_by=mallory_user)
+    stale = LegacyInvitation.objects.create(legacy=legacy, username=ben_user.username,
+                                            invited_user=ben_user, invited_by=mallory_user,
+                                            role="owner")
+    assert ben.get("/api/invitations").json()["total"] == 0
+    assert ben.post(f"/api/invitations/{stale.pk}/accept").status_code == 404
+    assert not LegacyMembership.objects.filter(user=ben_user, legacy=legacy).exists()
+
+
+def test_a_denied_family_call_provisions_nobody():
+    """Found by a review: a member (not an owner) inviting or adding an external id nobody had
+    sent provisioned that user before the owner check refused the call."""
+    key = _create("first")
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    assert owner.post(f"/api/legacies/{legacy['id']}/members", {"username": "member-2"},
+                      format="json").status_code == 201
+    member = _client(key, "member-2")
+    users = User.objects.count()
+    for path in ("invitations", "members"):
+        refused = member.post(f"/api/legacies/{legacy['id']}/{path}", {"username": "new-9"},
+                              format="json")
+        assert refused.status_code == 403, path
+    assert User.objects.count() == users
+    assert not PlatformUser.objects.filter(external_id="new-9").exists()
