@@ -117,6 +117,7 @@ class Conversation(models.Model):
                 ),
                 name="conversation_status_valid",
             ),
+            # Built CONCURRENTLY (migration 0011): the conversations table is on every request.
             models.UniqueConstraint(
                 fields=["user", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
                 name="conversation_idempotency_key_unique",

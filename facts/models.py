@@ -106,7 +106,9 @@ class LegacyFact(models.Model):
     created_as_correction = models.BooleanField(default=False)
     # Shared by a correction (a private fact of the author's found again as the correction of a
     # shared one takes its place in the family): undoing that correction makes it private again.
-    shared_by_correction = models.BooleanField(default=False)
+    # db_default: a process still running the code before the column (a rolling deploy, migrated
+    # first) inserts facts without it.
+    shared_by_correction = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["extracted_at"]
