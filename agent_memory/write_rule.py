@@ -18,8 +18,9 @@ deactivate_fact or add_poi) is carried out when the user's message of the turn
    birthday", "Grandma used to save every penny", "I remember when …", "I'll never forget the
    day he died"; "can you remember …", "make sure you remember …" and "I want you to remember
    …" ask), not asked about ("do you remember …?", "what would you remember?") and not
-   "forget it" waving a topic away after a dismissal ("no, forget it", "never mind, forget
-   it"); or
+   "forget it" waving a topic away after a dismissal or opening its sentence ("no, forget it",
+   "never mind, forget it", "forget it, Alec is my boss"), nor a request word with nothing to
+   change ("remove nothing, …", "remove all doubt"); or
 2. **confirms it**: it is a short yes and nothing else ("yes", "yes please", "sure", "ok",
    "go ahead", "please do", "oh yes", "mm-hmm", "yes, thank you so much", "yeah, that'd be
    lovely", …; at most 8 words, no question) and the agent's previous message
@@ -125,6 +126,11 @@ _WAVED_AWAY = re.compile(r"forget (?:about )?(?:it|that|this|i (?:said|asked|men
                          r"\s*(?:[.!,]|$)")
 _DISMISSAL = re.compile(r"(?:^|\W)(?:no|nah|nope|never ?mind|oh well|ok|okay|whatever|meh)"
                         r"[\s,.!-]*$")
+# "Forget it, …" opening its sentence waves a topic away as a dismissal before it does.
+_SENTENCE_OPENING = re.compile(r"\s*(?:(?:oh|just|please|so|and|well)[\s,]+)*$")
+# "Remove nothing, …", "delete none of it", "remove all doubt: …": the word has no object to
+# change, or not a memory.
+_NO_OBJECT = re.compile(r"\s+(?:nothing|none|no ?one|nobody|(?:all|any|every)\s+doubts?)\b")
 # How far before a request word its negation or subject is looked for: the checks read a
 # bounded window, so that a long message costs time in proportion to its length.
 _LOOK_BACK = 300
@@ -243,7 +249,10 @@ def _asks(kind: str, text: str) -> bool:
             continue  # "Remember when we went to the lake?"
         if kind == DELETE and _WAVED_AWAY.match(own, match.start()) and (
             _DISMISSAL.search(own[max(start, match.start() - 40):match.start()])
+            or _SENTENCE_OPENING.fullmatch(own[start:match.start()])
         ):
+            continue
+        if _NO_OBJECT.match(own, match.end()):
             continue
         between = own[negated_until:match.start()] if negated_until >= 0 else ""
         if (

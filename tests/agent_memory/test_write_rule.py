@@ -274,6 +274,12 @@ def test_what_asks_to_remember_and_what_does_not(alice, said, allowed):
     ("You can forget the note about Sarah.", True),
     ("Get rid of the memory about Sarah", True),
     ("Wipe what you know about Sarah", True),
+    # Found by a hostile probe: these deleted the memory they reaffirm.
+    ("Remove nothing, Sarah runs the design team.", False),
+    ("Delete nothing. Sarah still runs the design team.", False),
+    ("Remove all doubt: Sarah runs the design team.", False),
+    ("Forget it, Sarah runs the design team.", False),
+    ("Forget it. Please delete the memory about Sarah.", True),
 ])
 def test_what_asks_to_forget_and_what_does_not(alice, sarah, said, allowed):
     decision = _decide(alice, "manage_user_memory",

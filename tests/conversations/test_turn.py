@@ -122,11 +122,15 @@ def test_forget_that_forgets_the_memory_it_names_and_says_so(family, owner_clien
                                  format="json")
     assert response.json()["tool_calls"] == []
     assert "nothing was forgotten" in response.json()["reply"]
-    # Grief is no request.
-    response = owner_client.post(_url(conversation),
-                                 {"content": "I'll never forget my sister Anna baking."},
-                                 format="json")
-    assert response.json()["tool_calls"] == []
+    # Grief is no request; nor is a message that reaffirms the memory, or names one word of it
+    # (found by a hostile probe and a review: these deleted the memory).
+    for said in ("I'll never forget my sister Anna baking.",
+                 "Remove nothing, my sister Anna bakes on Sundays.",
+                 "Forget it, my sister Anna bakes on Sundays.",
+                 "Remove all doubt: my sister Anna bakes on Sundays.",
+                 "Please remove the Sundays."):
+        response = owner_client.post(_url(conversation), {"content": said}, format="json")
+        assert response.json()["tool_calls"] == [], said
     assert len(active_memories_for_user(family.owner)) == 1
 
 

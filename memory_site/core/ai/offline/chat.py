@@ -44,15 +44,19 @@ _UNIT_LABEL = re.compile(r"^- \[[^]]*\] ")
 _FORGET = re.compile(
     r"^\s*(?:please\s+)?(?:(?:could|can|would|will) you\s+(?:please\s+)?)?"
     r"(?:forget|delete|remove)\s+(?:that\s+|about\s+|the\s+memory\s+(?:that\s+|about\s+)?)?"
-    r"(?P<what>[^?!]+?)\s*[.!?]*\s*$",
+    r"(?P<what>[^,;:.!?]+)",
     re.IGNORECASE,
 )
+# "Remove nothing, …", "Forget it, …", "Remove all doubt: …": no memory named.
+_NOTHING_NAMED = re.compile(r"^(?:nothing|none|it|this|all|any|every|everything|anything)\b",
+                            re.IGNORECASE)
 _MEMORY_LINE = re.compile(r"^- \[id:(?P<id>[^\]]+)\] (?:\[[^\]]*\] )?(?P<content>.*)$")
 _WORD = re.compile(r"[a-z0-9']+")
 # Words that say nothing of which memory is meant.
 _FORGET_STOP = frozenset(["the", "a", "an", "that", "this", "my", "her", "his", "their", "i",
                           "is", "was", "to", "of", "in", "on", "at", "and", "user", "user's"])
 FORGET_MATCH = 0.5  # the share of the request's words a memory must hold
+FORGET_MIN_WORDS = 2  # and at least this many of them: "remove the photos" names no one memory
 OFFER_PREFIX = "Would you like me to remember that "
 _OFFER = re.compile(re.escape(OFFER_PREFIX) + r"(?P<what>.+?)\?")
 _YES = re.compile(rf"^\s*{AFFIRMATIVE}", re.I)  # the write rule's yes
@@ -117,20 +121,20 @@ def _forget_request(said: str, memories: list[str]) -> tuple[dict[str, str] | No
     match = _FORGET.match(said)
     what = " ".join(match.group("what").split()) if match else ""
     wanted = _words(_memory_view(what)) | _words(what) if what else set()
-    if len(what) < 5 or not wanted:
+    if len(what) < 5 or not wanted or _NOTHING_NAMED.match(what):
         return None, ""
     scored = []
     for line in memories:
         found = _MEMORY_LINE.match(line)
         if found:
-            held = _words(found.group("content"))
-            scored.append((len(wanted & held) / len(wanted), found.group("id"),
+            shared = len(wanted & _words(found.group("content")))
+            scored.append((shared / len(wanted), shared, found.group("id"),
                            found.group("content")))
     scored.sort(reverse=True)
-    if not scored or scored[0][0] < FORGET_MATCH or (
+    if not scored or scored[0][0] < FORGET_MATCH or scored[0][1] < FORGET_MIN_WORDS or (
             len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None, what
-    _, memory_id, _content = scored[0]
+    _, _, memory_id, _content = scored[0]
     return {"operation": "deactivate_fact", "fact_id": memory_id}, what
 
 
