@@ -25,9 +25,9 @@ class LegacySerializer(serializers.ModelSerializer):
         fields = ["id", "name", "created_by", "created_at", "role"]
 
 
-# A username here is at most 150 characters; a platform names its users by external id, at most
-# 255 (memory_site.platforms), which the authentication class maps to the username.
-NAMED_MAX_CHARS = 255
+# A username here is at most 150 characters; a platform names its users by external id (which
+# the authentication class maps to the username), so in family calls at most 150 too.
+NAMED_MAX_CHARS = 150
 
 
 class MemberInputSerializer(StrictInputSerializer):
