@@ -160,3 +160,25 @@ def test_reading_on_from_the_last_batch_gives_what_reading_from_the_start_gives(
         ["Rose", "Mom"], ["Rose", "Mom"], ["Rose"], ["Rose", "Mom"], ["Rose"], ["Rose", "Grandma"],
         ["Rose", "Mom"], ["Rose", "Grandma"],
     ]
+
+
+# The offline agent's reply (memory_site.core.ai.offline.chat), found by a hostile probe: its
+# patterns split a run of whitespace in many ways, 9 s for 2,000 spaces and hours for a
+# message of 20,000 characters, holding the process all that time. Measured after: 0.007 s.
+CHAT_MESSAGES = {
+    "a liking and a run of spaces": "I love x" + " " * 19_990 + "y",
+    "a request and a run of tabs": "remember x" + "\t" * 19_990 + "y",
+    "a favourite and a run of line breaks": "Her favourite song was " + "\n" * 19_970 + "y",
+    "a favourite that never ends": _long("her favourite song " + "was " * 10) + "!x",
+}
+
+
+@pytest.mark.parametrize("text", CHAT_MESSAGES.values(), ids=CHAT_MESSAGES.keys())
+def test_the_offline_agent_answers_a_20000_character_message_in_well_under_half_a_second(text):
+    from memory_site.core.ai.offline.chat import offline_chat_reply
+
+    tools = [{"function": {"name": "add_to_memory"}}, {"function": {"name": "manage_user_memory"}}]
+    started = time.perf_counter()
+    offline_chat_reply(messages=[{"role": "system", "content": ""},
+                                 {"role": "user", "content": text}], tools=tools)
+    assert time.perf_counter() - started < 0.5

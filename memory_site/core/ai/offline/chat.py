@@ -64,7 +64,7 @@ _NO = re.compile(r"^\s*(?:no|nope|don'?t|do not|not now)\b", re.I)
 # What is worth offering to remember: a person's role for the user, a preference, a favourite.
 _SUGGEST = re.compile(
     r"^\s*(?P<what>(?:[A-Z][a-z]+ is my [\w' -]+?)|(?:I (?:prefer|like|love|hate) [^.!?]+?)|"
-    r"(?:(?:her|his|my) favou?rite [\w ]+? (?:was|is) [^.!?]+?))"
+    r"(?:(?:her|his|my) favou?rite (?:[\w]+ ){1,4}?(?:was|is) [^.!?]+?))"
     r"(?:,? by the way)?\s*[.!]?\s*$",
     re.I,
 )
@@ -205,7 +205,10 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
     )
     if last_user_index is None:
         return ChatReply(content=f"Hello. {OFFLINE_NOTICE}")
-    said = messages[last_user_index].get("content") or ""
+    # Whitespace folded before any pattern reads it: a run of spaces (or tabs, or line breaks)
+    # is one space, so no pattern can split a long run in many ways (a message of "I love x",
+    # 2,000 spaces and "y" took 9 s, 20,000 characters could take hours).
+    said = " ".join((messages[last_user_index].get("content") or "").split())
     tool_results = [
         json.loads(m.get("content") or "{}")
         for m in messages[last_user_index + 1:]
