@@ -488,7 +488,9 @@ def user_data_export(user: AbstractBaseUser) -> dict[str, QuerySet]:
         "memberships": LegacyMembership.objects.filter(user=user)
         .select_related("legacy")
         .order_by("joined_at", "id"),
-        "invitations": LegacyInvitation.objects.filter(Q(invited_by=user) | Q(invited_user=user))
+        # Received ones from the user's own realm only (invited_within_realm), as listed.
+        "invitations": LegacyInvitation.objects.filter(
+            Q(invited_by=user) | (Q(invited_user=user) & invited_within_realm(user)))
         .annotate(direction=Case(When(invited_by=user, then=Value("sent")),
                                  default=Value("received")))
         .select_related("legacy", "invited_by")

@@ -4,7 +4,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from facts.models import Legacy, LegacyFact, LegacyInvitation, LegacyMembership
-from facts.selectors import external_id_of, fact_corrections_visible, successor_visible_to
+from facts.selectors import (
+    external_id_of,
+    fact_corrections_visible,
+    realm_of,
+    successor_visible_to,
+)
 from memory_site.core.api import IsoDateTimeField
 from memory_site.core.strict import StrictInputSerializer, TextField
 
@@ -31,7 +36,9 @@ NAMED_MAX_CHARS = 150
 
 
 class MemberInputSerializer(StrictInputSerializer):
-    username = serializers.CharField(max_length=NAMED_MAX_CHARS)
+    # Not trimmed: " ann " is no name, and a platform's id with spaces at its ends is refused,
+    # rather than read as `ann`, someone else.
+    username = serializers.CharField(max_length=NAMED_MAX_CHARS, trim_whitespace=False)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 
@@ -86,7 +93,7 @@ class MembershipEndedSerializer(serializers.Serializer):
 
 
 class InvitationInputSerializer(StrictInputSerializer):
-    username = serializers.CharField(max_length=NAMED_MAX_CHARS)
+    username = serializers.CharField(max_length=NAMED_MAX_CHARS, trim_whitespace=False)
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 
@@ -111,7 +118,12 @@ class LegacyInvitationSerializer(serializers.ModelSerializer):
         fields = ["id", "username", "external_id", "role", "invited_by", "created_at"]
 
     def get_external_id(self, invitation: LegacyInvitation) -> str | None:
-        return external_id_of(invitation.invited_user) if invitation.invited_user else None
+        # Only within the inviter's realm: an invitation written across realms before the rule
+        # must not tell the owner that an account of another platform exists.
+        invitee = invitation.invited_user
+        if invitee is None or realm_of(invitee) != realm_of(invitation.invited_by):
+            return None
+        return external_id_of(invitee)
 
 
 class InvitationSerializer(serializers.ModelSerializer):

@@ -20,8 +20,8 @@ from memory_site.platforms.webhooks import webhook_url_validate
 
 
 def external_id_validate(*, external_id: str, field: str = "external_id") -> str:
-    """At most 255 printable characters, not empty, no whitespace at either end; `field` names
-    it in the error."""
+    """At most 255 printable characters, not empty, no whitespace at either end, no '/' at its
+    end; `field` names it in the error."""
     if not external_id:
         message = "must not be empty."
     elif len(external_id) > EXTERNAL_ID_MAX_LENGTH:
@@ -32,6 +32,11 @@ def external_id_validate(*, external_id: str, field: str = "external_id") -> str
         # HTTP trims a header's value: an id with spaces at its ends could never be sent as
         # X-User-Id, and " u" would be acted for as "u".
         message = "must not begin or end with whitespace."
+    elif external_id.endswith("/"):
+        # API paths are taken with or without a trailing slash (OptionalTrailingSlashMiddleware),
+        # after %2F is decoded: DELETE …/members/me%2F would reach members/me, the caller
+        # leaving, and team%2F the member `team`.
+        message = "must not end with '/'."
     else:
         return external_id
     raise ValidationError({field: [f"{field} {message}"]})

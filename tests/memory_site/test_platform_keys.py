@@ -490,6 +490,27 @@ def test_an_invitation_sent_across_realms_before_the_rule_is_neither_listed_nor_
     assert ben.get("/api/invitations").json()["total"] == 0
     assert ben.post(f"/api/invitations/{stale.pk}/accept").status_code == 404
     assert not LegacyMembership.objects.filter(user=ben_user, legacy=legacy).exists()
+    # Nor in ben's export, nor does the owner's list tell mallory ben's id (a hostile probe).
+    assert ben.get("/api/me/data").json()["invitations"] == []
+    [listed] = mallory.get(f"/api/legacies/{legacy.pk}/invitations").json()["invitations"]
+    assert listed["external_id"] is None
+
+
+def test_ids_a_path_or_a_name_could_not_carry_are_refused():
+    """Found by a hostile probe: `me/` could be added, and DELETE …/members/me%2F, its trailing
+    slash stripped as every API path's is, made the owner leave and hand them the legacy; a
+    name with spaces at its ends was trimmed into someone else's."""
+    key = _create("first")
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    for name in ("me/", "team/", "/", " ann ", "ann "):
+        refused = owner.post(f"/api/legacies/{legacy['id']}/members", {"username": name},
+                             format="json")
+        assert refused.status_code == 400, name
+        assert set(refused.json()["errors"]) == {"username"}, name
+    assert _client(key).post("/api/platform/users", {"external_id": "team/"},
+                             format="json").status_code == 400
+    assert not PlatformUser.objects.exclude(external_id="owner-1").exists()
 
 
 def test_a_denied_family_call_provisions_nobody():

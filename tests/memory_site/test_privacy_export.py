@@ -359,11 +359,11 @@ def test_the_export_needs_the_same_few_queries_for_a_user_with_many_rows(
 ):
     # Token auth (1), account and its tokens (1), memberships, invitations and facts (3),
     # conversations with messages, summaries and chunks (4), memories with versions (2), places
-    # with mentions (2).
+    # with mentions (2); the user's realm, for the invitations received (1).
     few, many = UserFactory(username="few"), UserFactory(username="many")
     _lots_of_data(few, LegacyFactory(created_by=few), scale=1)
     _lots_of_data(many, LegacyFactory(created_by=many), scale=8)
-    queries = 13
+    queries = 14
     few_client, many_client = api_client_for(few), api_client_for(many)
     with django_assert_max_num_queries(queries):
         small = few_client.get("/api/me/data")
