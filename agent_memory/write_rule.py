@@ -97,7 +97,7 @@ _REQUESTS = {
 _NEGATIONS = (
     r"can't|cant|cannot|can not|couldn't|couldnt|don't|dont|do not|didn't|didnt|did not"
     r"|won't|wont|will not|wouldn't|wouldnt|shouldn't|shouldnt|mustn't|never|not|no need to"
-    r"|stop|nobody|no one"
+    r"|stop|nobody|no one|under no circumstances|no way|refuse to|hate for you to|hate to"
 )
 _NEGATION = re.compile(rf"\b(?:{_NEGATIONS})(?:\s+\S+){{0,5}}\s*$")
 _BARE_NEGATION = re.compile(rf"\s*(?:(?:no|please|ever|just)\s+)*(?:{_NEGATIONS})"
@@ -123,14 +123,31 @@ _REMINISCING = re.compile(r"\s+(?:when|how|the (?:time|day|night|summer|year)|th
                           r"\b[^.!?]*\?")
 # "No, forget it", "never mind, forget it": a topic waved away, not a deletion.
 _WAVED_AWAY = re.compile(r"forget (?:about )?(?:it|that|this|i (?:said|asked|mentioned))\b"
-                         r"\s*(?:[.!,]|$)")
+                         r"\s*(?:[.!,;:\u2013\u2014-]|$)")
+# …and one that opens its sentence is waved away only when the sentence goes on about something
+# else ("Forget it, Alec is my boss"); "Forget it." or "Please forget that." asks.
+_WAVED_AWAY_OPENING = re.compile(r"forget (?:about )?(?:it|that|this)\s*[,;:\u2013\u2014-]\s*"
+                                 r"(?!please\b)\w")
 _DISMISSAL = re.compile(r"(?:^|\W)(?:no|nah|nope|never ?mind|oh well|ok|okay|whatever|meh)"
                         r"[\s,.!-]*$")
 # "Forget it, …" opening its sentence waves a topic away as a dismissal before it does.
-_SENTENCE_OPENING = re.compile(r"\s*(?:(?:oh|just|please|so|and|well)[\s,]+)*$")
+_SENTENCE_OPENING = re.compile(r"\s*(?:(?:oh|just|please|so|and|well|hmm+|ah|eh|actually|anyway)"
+                               r"[\s,]+)*$")
 # "Remove nothing, …", "delete none of it", "remove all doubt: …": the word has no object to
 # change, or not a memory.
-_NO_OBJECT = re.compile(r"\s+(?:nothing|none|no ?one|nobody|(?:all|any|every)\s+doubts?)\b")
+_NO_OBJECT = re.compile(r"\s+(?:nothing|none|no ?one|nobody|no (?!longer\b)\w+"
+                        r"|(?:all|any|every)\s+doubts?)\b"
+                        r"(?!(?:\s+of\s+\w+)?\s+(?:but|except|other than|apart from|save)\b)")
+# Not a request: one asked only as a hypothesis ("If I asked you to delete …, would you?"), or
+# someone else's words ("The nurse said delete …", "Alec asked me to delete …", "Mom would say:
+# forget …").
+_HYPOTHETICAL = re.compile(r"\b(?:if|suppose|supposing|imagine|what if)\b(?:\s+\S+){0,8}\s*$")
+_REPORTED = re.compile(r"\b(?:said|says|say|told me|tells me|asked me|asks me|kept saying)"
+                       r"(?:\s+to)?\s*$")
+# A request turned down by the next sentence: "Delete the memory about Alec? Absolutely not!",
+# "Can you forget Alec? Just asking, don't do it."
+_REFUSED_AFTER = re.compile(r"\s*(?:absolutely not|not a chance|no way|never\b|nope|no[,.!]"
+                            r"|no,? wait|no thanks|don't do it|do not do it|just asking|kidding)")
 # How far before a request word its negation or subject is looked for: the checks read a
 # bounded window, so that a long message costs time in proportion to its length.
 _LOOK_BACK = 300
@@ -249,10 +266,17 @@ def _asks(kind: str, text: str) -> bool:
             continue  # "Remember when we went to the lake?"
         if kind == DELETE and _WAVED_AWAY.match(own, match.start()) and (
             _DISMISSAL.search(own[max(start, match.start() - 40):match.start()])
-            or _SENTENCE_OPENING.fullmatch(own[start:match.start()])
+            or (_SENTENCE_OPENING.fullmatch(own[start:match.start()])
+                and _WAVED_AWAY_OPENING.match(own, match.start()))
         ):
             continue
         if _NO_OBJECT.match(own, match.end()):
+            continue
+        if _HYPOTHETICAL.search(clause) or _REPORTED.search(clause) or (
+                not clause.strip() and len(clauses) > 1 and _REPORTED.search(clauses[-2])):
+            continue
+        following = _SENTENCE_END.search(own, match.end())
+        if following and _REFUSED_AFTER.match(own, following.end()):
             continue
         between = own[negated_until:match.start()] if negated_until >= 0 else ""
         if (

@@ -280,6 +280,31 @@ def test_what_asks_to_remember_and_what_does_not(alice, said, allowed):
     ("Remove all doubt: Sarah runs the design team.", False),
     ("Forget it, Sarah runs the design team.", False),
     ("Forget it. Please delete the memory about Sarah.", True),
+    # Found by a second hostile probe: refused, asked as a hypothesis, or someone else's words.
+    ("Delete the memory about Sarah? Absolutely not!", False),
+    ("Forget Sarah's team? Never.", False),
+    ("Can you forget about Sarah? Just asking, don't do it.", False),
+    ("Under no circumstances delete the memory about Sarah", False),
+    ("I'd hate for you to forget Sarah", False),
+    ("There's no way I'm letting you delete Sarah", False),
+    ("I refuse to let you forget Sarah", False),
+    ("If I asked you to delete the memory about Sarah, would you?", False),
+    ("The nurse said delete the memory about Sarah and I laughed", False),
+    ("Sarah asked me to delete the memory about her. I said no.", False),
+    ("Mom would say: forget Sarah", False),
+    ("Hmm, forget it, Sarah still runs the team", False),
+    ("Forget it - Sarah runs the team", False),
+    ("No, forget it; Sarah runs the team", False),
+    ("Remove no memories, Sarah runs the team", False),
+    # Still requests.
+    ("If you can, please delete the memory about Sarah.", True),
+    ("Please forget Sarah. She left the team.", True),
+    ("I told you to delete the memory about Sarah, please do it now.", True),
+    # Found by a review: a bare "forget it/that" asks; "nothing but …" names what goes.
+    ("Sarah runs the team. Please forget that.", True),
+    ("Sarah runs the team. Just forget that, please.", True),
+    ("Please remove nothing but the note about Sarah", True),
+    ("Delete none of them except the one about Sarah", True),
 ])
 def test_what_asks_to_forget_and_what_does_not(alice, sarah, said, allowed):
     decision = _decide(alice, "manage_user_memory",

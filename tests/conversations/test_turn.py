@@ -122,6 +122,13 @@ def test_forget_that_forgets_the_memory_it_names_and_says_so(family, owner_clien
                                  format="json")
     assert response.json()["tool_calls"] == []
     assert "nothing was forgotten" in response.json()["reply"]
+    # A deletion the user turns down in the next sentence is held back, and said so.
+    response = owner_client.post(
+        _url(conversation),
+        {"content": "Please forget that my sister Anna bakes on Sundays? Absolutely not!"},
+        format="json")
+    assert response.json()["reply"].startswith("I haven't forgotten anything.")
+    assert len(active_memories_for_user(family.owner)) == 1
     # Grief is no request; nor is a message that reaffirms the memory, or names one word of it
     # (found by a hostile probe and a review: these deleted the memory).
     for said in ("I'll never forget my sister Anna baking.",
@@ -131,6 +138,39 @@ def test_forget_that_forgets_the_memory_it_names_and_says_so(family, owner_clien
                  "Please remove the Sundays."):
         response = owner_client.post(_url(conversation), {"content": said}, format="json")
         assert response.json()["tool_calls"] == [], said
+    assert len(active_memories_for_user(family.owner)) == 1
+
+
+@pytest.mark.parametrize("said", ["Please forget Alec.", "Please delete the memory about Alec",
+                                  "Please forget about Alec, my boss.",
+                                  "Forget this memory about Alec being my boss"])
+def test_forget_names_a_memory_by_its_subject(family, owner_client, conversation, said):
+    """Found by a hostile probe: with the subject in brackets not read, and two shared words
+    required, "Please forget Alec" left the memory about Alec, and said nothing of it."""
+    from agent_memory.services import memory_create
+
+    alec = memory_create(user=family.owner, content="Alec is the user's boss",
+                         category="person", subject="Alec")
+    memory_create(user=family.owner, content="The user likes black tea in the morning",
+                  category="preference")
+    response = owner_client.post(_url(conversation), {"content": said}, format="json")
+    assert response.status_code == 201
+    assert [(c["name"], c["result"]["ok"]) for c in response.json()["tool_calls"]] == [
+        ("manage_user_memory", True)]
+    assert alec.pk not in {m.pk for m in active_memories_for_user(family.owner)}
+    assert len(active_memories_for_user(family.owner)) == 1
+
+
+@pytest.mark.parametrize("said", ["Forget that I'm vegetarian", "Forget that I like jazz"])
+def test_forget_names_a_short_memory_by_all_its_words(family, owner_client, conversation, said):
+    """Found by a review: with two shared words required, a memory of one or two words could
+    not be named any more."""
+    from agent_memory.services import memory_create
+
+    memory_create(user=family.owner, content="User is vegetarian", category="preference")
+    memory_create(user=family.owner, content="The user likes jazz", category="preference")
+    response = owner_client.post(_url(conversation), {"content": said}, format="json")
+    assert [c["result"]["ok"] for c in response.json()["tool_calls"]] == [True]
     assert len(active_memories_for_user(family.owner)) == 1
 
 

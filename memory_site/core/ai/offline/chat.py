@@ -48,13 +48,16 @@ _FORGET = re.compile(
     re.IGNORECASE,
 )
 # "Remove nothing, …", "Forget it, …", "Remove all doubt: …": no memory named.
-_NOTHING_NAMED = re.compile(r"^(?:nothing|none|it|this|all|any|every|everything|anything)\b",
-                            re.IGNORECASE)
-_MEMORY_LINE = re.compile(r"^- \[id:(?P<id>[^\]]+)\] (?:\[[^\]]*\] )?(?P<content>.*)$")
+_NOTHING_NAMED = re.compile(
+    r"^(?:nothing|none|it|this|that|all|any|every|everything|anything)"
+    r"(?:\s+(?:but|except|else|at all|doubt|doubts)\b.*)?$", re.IGNORECASE)
+_MEMORY_LINE = re.compile(
+    r"^- \[id:(?P<id>[^\]]+)\] (?:\[(?P<subject>[^\]]*)\] )?(?P<content>.*)$")
 _WORD = re.compile(r"[a-z0-9']+")
 # Words that say nothing of which memory is meant.
 _FORGET_STOP = frozenset(["the", "a", "an", "that", "this", "my", "her", "his", "their", "i",
-                          "is", "was", "to", "of", "in", "on", "at", "and", "user", "user's"])
+                          "is", "was", "to", "of", "in", "on", "at", "and", "user", "user's",
+                          "all", "about", "memory", "note", "i'm", "me"])
 FORGET_MATCH = 0.5  # the share of the request's words a memory must hold
 FORGET_MIN_WORDS = 2  # and at least this many of them: "remove the photos" names no one memory
 OFFER_PREFIX = "Would you like me to remember that "
@@ -111,31 +114,39 @@ def _remember_request(text: str) -> dict[str, str] | None:
 
 
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _FORGET_STOP
+    """The words that tell memories apart, a plural or third-person "s" dropped ("likes jazz"
+    is "like jazz")."""
+    return {word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss")
+            else word for word in _WORD.findall(text.lower()) if word not in _FORGET_STOP}
 
 
 def _forget_request(said: str, memories: list[str]) -> tuple[dict[str, str] | None, str]:
     """A request to forget a memory, and the memory it names: (the manage_user_memory call
     that deactivates it, its text), or (None, "") when the message asks nothing of the kind,
-    or (None, what) when no memory holds at least FORGET_MATCH of its words, or two do alike."""
+    or (None, what) when no memory holds at least FORGET_MATCH of its words (and
+    FORGET_MIN_WORDS of them, unless the request names the memory's subject: "Please forget
+    Alec"), or two do alike."""
     match = _FORGET.match(said)
     what = " ".join(match.group("what").split()) if match else ""
     wanted = _words(_memory_view(what)) | _words(what) if what else set()
-    if len(what) < 5 or not wanted or _NOTHING_NAMED.match(what):
+    if len(what) < 2 or not wanted or _NOTHING_NAMED.match(what):
         return None, ""
     scored = []
     for line in memories:
         found = _MEMORY_LINE.match(line)
         if found:
-            shared = len(wanted & _words(found.group("content")))
-            scored.append((shared / len(wanted), shared, found.group("id"),
-                           found.group("content")))
+            subject = _words(found.group("subject") or "")
+            held = _words(found.group("content")) | subject
+            shared = len(wanted & held)
+            named = bool(subject) and subject <= wanted
+            # Two shared words, or all of a one-word memory ("Forget that I'm vegetarian").
+            enough = shared >= min(FORGET_MIN_WORDS, len(held))
+            scored.append((shared / len(wanted), named or enough, found.group("id")))
     scored.sort(reverse=True)
-    if not scored or scored[0][0] < FORGET_MATCH or scored[0][1] < FORGET_MIN_WORDS or (
-            len(scored) > 1 and scored[1][0] == scored[0][0]):
+    if not scored or scored[0][0] < FORGET_MATCH or not scored[0][1] or (
+            len(scored) > 1 and scored[1][:2] == scored[0][:2]):
         return None, what
-    _, _, memory_id, _content = scored[0]
-    return {"operation": "deactivate_fact", "fact_id": memory_id}, what
+    return {"operation": "deactivate_fact", "fact_id": scored[0][2]}, what
 
 
 def _agent_view(text: str) -> str:
@@ -177,7 +188,18 @@ def _confirmed_offer(earlier: list[dict[str, Any]], said: str) -> dict[str, str]
             "category": "preference" if _PREFERENCE.search(content) else "context"}
 
 
-def _after_tools(tool_results: list[dict[str, Any]]) -> str:
+def _deletions(messages: list[dict[str, Any]]) -> bool:
+    """Whether the calls these tool results answer were deletions (the assistant message before
+    them made them), so that a held-back one is told as nothing forgotten."""
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            arguments = (call.get("function") or {}).get("arguments") or ""
+            if "deactivate_fact" in str(arguments):
+                return True
+    return False
+
+
+def _after_tools(tool_results: list[dict[str, Any]], deleting: bool = False) -> str:
     parts = []
     for result in tool_results:
         if result.get("ok") and result.get("result", {}).get("deactivated"):
@@ -189,6 +211,9 @@ def _after_tools(tool_results: list[dict[str, Any]]) -> str:
                 f"Noted — I'll remember that: {stored.get('content', '')} "
                 f"[id:{stored.get('memory_id', '?')}]"
             )
+        elif result.get("code") == "not_confirmed" and deleting:
+            parts.append("I haven't forgotten anything. If you'd like me to, say \"forget that "
+                         "…\" and I will.")
         elif result.get("code") == "not_confirmed":
             # The write rule's reason is written for the model; the user reads a question.
             parts.append("I haven't saved anything. If you'd like me to remember it, say "
@@ -215,7 +240,8 @@ def offline_chat_reply(*, messages: list[dict[str, Any]], tools: list[dict[str, 
         if m.get("role") == "tool"
     ]
     if tool_results:
-        return ChatReply(content=_after_tools(tool_results))
+        return ChatReply(content=_after_tools(
+            tool_results, deleting=_deletions(messages[last_user_index + 1:])))
     tool_names = {t.get("function", {}).get("name") for t in tools}
     request = _remember_request(said) or _confirmed_offer(messages[:last_user_index], said)
     if request is not None and "add_to_memory" in tool_names:
