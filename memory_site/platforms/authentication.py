@@ -1,6 +1,8 @@
 """`Authorization: Api-Key <key>` with `X-User-Id: <external id>`: the platform acting as one of
 its users. Without X-User-Id the request is the platform's own, for provisioning only."""
 
+import re
+
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from rest_framework import authentication, exceptions
@@ -11,6 +13,8 @@ from memory_site.platforms.models import PlatformKey, PlatformUser
 from memory_site.platforms.services import platform_user_get_or_create, platform_username
 
 USER_ID_HEADER = "X-User-Id"
+# What platform_username makes of an external id: `p<platform>:<id>` or `p<platform>#<hash>`.
+_STORED_USERNAME = re.compile(r"^p\d+[:#]")
 
 
 def _utf8(header_value: str) -> str:
@@ -68,6 +72,13 @@ class PlatformKeyAuthentication(authentication.BaseAuthentication):
             return username
         if username.lower() == "me":
             return request.user.get_username()
+        if _STORED_USERNAME.match(username) and not PlatformUser.objects.filter(
+                platform_id=request.auth.platform_id, external_id=username).exists():
+            # A username as the lists show it, sent back by an integration that named people by
+            # username before: refused, rather than a new user of that external id.
+            raise exceptions.ValidationError({"username": [
+                "That is a username of this service (`p<platform>:<external id>`); name the "
+                "person by their external id, as X-User-Id does."]})
         if not provision:
             return platform_username(request.auth.platform, username)
         try:

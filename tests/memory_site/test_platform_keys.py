@@ -325,7 +325,12 @@ def test_a_platform_adds_only_its_own_users_to_a_family_directly():
         "/api/platform/users", {"external_id": "sister-7"}, format="json"
     ).json()["username"]
     person = UserFactory(username="dashboard-person")
-    for username in (stranger_of_second, person.username):
+    # Another platform's username looks like a username of this service: refused (400), not
+    # read as an id of the caller's own.
+    refused = owner.post(f"/api/legacies/{legacy['id']}/members",
+                         {"username": stranger_of_second, "role": "member"}, format="json")
+    assert refused.status_code == 400 and set(refused.json()["errors"]) == {"username"}
+    for username in (person.username,):
         added = owner.post(f"/api/legacies/{legacy['id']}/members",
                            {"username": username, "role": "member"}, format="json")
         assert added.status_code == 201, username
@@ -350,7 +355,7 @@ def test_a_platform_adds_only_its_own_users_to_a_family_directly():
     # The sister now sees the family through the same key.
     members = _client(first, "sister-7").get(f"/api/legacies/{legacy['id']}/members").json()
     assert [m["external_id"] for m in members["members"]] == [
-        "owner-1", stranger_of_second, person.username, "sister-7"]
+        "owner-1", person.username, "sister-7"]
 
 
 def test_a_platform_names_people_by_external_id_only_and_me_is_the_caller():
@@ -371,6 +376,11 @@ def test_a_platform_names_people_by_external_id_only_and_me_is_the_caller():
     assert added.status_code == 201 and added.json()["external_id"] == f"{prefix}victim"
     assert [m["external_id"] for m in prefixed.get(members_url).json()["members"]] == [
         "owner-1", f"{prefix}victim"]
+    # A username as the lists show it, for nobody of that external id: a 400, nobody made.
+    users = User.objects.count()
+    ghost = owner.post(members_url, {"username": f"{prefix}ghost"}, format="json")
+    assert ghost.status_code == 400 and "external id" in ghost.json()["detail"]
+    assert User.objects.count() == users
     for me in ("me", "Me", "ME"):
         refused = owner.post(members_url, {"username": me}, format="json")
         assert refused.status_code == 409, me
@@ -450,9 +460,11 @@ def test_an_invitation_crosses_no_platform_and_no_dashboard():
 
     mallory = _client(second, "mallory")
     theirs = mallory.post("/api/legacies", {"name": "Free prize"}, format="json").json()
+    # A platform names people by external id: another platform's username is refused
+    # outright (whether or not it exists), and writes nothing.
     sent = mallory.post(f"/api/legacies/{theirs['id']}/invitations",
                         {"username": ben_username}, format="json")
-    assert sent.status_code == 202
+    assert sent.status_code == 400
     persons = api_client_for(person).post("/api/legacies", {"name": "Walter"},
                                           format="json").json()
     sent = api_client_for(person).post(f"/api/legacies/{persons['id']}/invitations",
@@ -464,7 +476,7 @@ def test_an_invitation_crosses_no_platform_and_no_dashboard():
     sent = ben.post(f"/api/legacies/{bens['id']}/invitations",
                     {"username": f"p{Platform.objects.get(name='second').pk}:mallory"},
                     format="json")
-    assert sent.status_code == 202
+    assert sent.status_code == 400
     assert mallory.get("/api/invitations").json()["total"] == 0
     assert api_client_for(person).get("/api/invitations").json()["total"] == 0
 
