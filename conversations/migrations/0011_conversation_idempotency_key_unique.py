@@ -29,6 +29,25 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
+                # Keys stored twice while the code ran before the index (a rolling deploy): the
+                # first conversation keeps its key, the later ones lose theirs.
+                migrations.RunSQL(
+                    'UPDATE "conversations_conversation" c SET "idempotency_key" = NULL '
+                    'WHERE c."idempotency_key" IS NOT NULL AND EXISTS ('
+                    'SELECT 1 FROM "conversations_conversation" o '
+                    'WHERE o."user_id" = c."user_id" AND o."idempotency_key" = c."idempotency_key" '
+                    'AND (o."created_at", o."id") < (c."created_at", c."id"))',
+                    reverse_sql=migrations.RunSQL.noop,
+                ),
+                # A build that failed or was interrupted leaves an INVALID index, which IF NOT
+                # EXISTS would keep, enforcing nothing: dropped first.
+                migrations.RunSQL(
+                    "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_index i "
+                    "JOIN pg_class c ON c.oid = i.indexrelid "
+                    f"WHERE c.relname = '{INDEX}' AND NOT i.indisvalid) THEN "
+                    f'EXECUTE \'DROP INDEX "{INDEX}"\'; END IF; END $$',
+                    reverse_sql=migrations.RunSQL.noop,
+                ),
                 migrations.RunSQL(
                     f'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "{INDEX}" '
                     'ON "conversations_conversation" ("user_id", "idempotency_key") '
