@@ -20,23 +20,9 @@ from facts.models import LegacyFact
 from memory_site.core.errors import NotFound
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, LegacyFactFactory, import_messages
+from tests.support.talk import talk
 
-USER_LINES = [
-    "Rose loved fishing at the lake cabin every summer.",
-    "Rose was a nurse at St. Mary's Hospital in Dayton.",
-    "Rose was born in 1931 in Ohio.",
-    "Every Sunday Rose baked rhubarb pie for the neighbours.",
-    "Rose's favourite song was Moon River.",
-]
-
-
-def _talk(conversation: Conversation, count: int) -> None:
-    """`count` messages written at once, the user's cycling through USER_LINES."""
-    import_messages(conversation, (
-        ("user", f"{USER_LINES[(i // 2) % len(USER_LINES)]} This was turn {i}.") if i % 2 == 0
-        else ("assistant", "Thank you for telling me. What else do you remember?")
-        for i in range(count)
-    ))
+_talk = talk
 
 
 def _summarised(conversation: Conversation, count: int = 40) -> Conversation:

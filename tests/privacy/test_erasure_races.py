@@ -14,21 +14,10 @@ from conversations.models import Conversation, ConversationChunk, ConversationMe
 from conversations.services import summarization
 from facts.models import LegacyFact
 from memory_site.privacy.services import user_data_erase
-from tests.factories import ConversationFactory, import_messages
+from tests.factories import ConversationFactory
+from tests.support.talk import talk
 
-LINES = [
-    "Rose loved fishing at the lake cabin every summer.",
-    "Rose was a nurse at St. Mary's Hospital in Dayton.",
-    "Rose was born in 1931 in Ohio.",
-]
-
-
-def _talk(conversation: Conversation, count: int) -> None:
-    import_messages(conversation, (
-        ("user", f"{LINES[(i // 2) % len(LINES)]} This was turn {i}.") if i % 2 == 0
-        else ("assistant", "Thank you for telling me. What else do you remember?")
-        for i in range(count)
-    ))
+_talk = talk
 
 
 def _in_thread(target) -> tuple[threading.Thread, dict]:
