@@ -73,7 +73,7 @@ def legacy_member_add(
         raise ValidationError({"username": ["No user has that username."]})
     try:
         with transaction.atomic():
-            _, members = _lock_family(legacy, acting=added_by)
+            _, members = _lock_family(legacy, acting=added_by, named=user)
             _require_owner_of(members, user=added_by, action="add members")
             return LegacyMembership.objects.create(legacy=legacy, user=user, role=role)
     except IntegrityError as exc:
@@ -126,8 +126,9 @@ def membership_remove(
     username is a member."""
     if username == removed_by.get_username():
         return membership_leave(legacy=legacy, user=removed_by)
+    named = get_user_model().objects.filter(username=username).first()
     with transaction.atomic():
-        legacy, members = _lock_family(legacy, acting=removed_by)
+        legacy, members = _lock_family(legacy, acting=removed_by, named=named)
         if not any(
             m.user_id == removed_by.pk and m.role == LegacyMembership.Role.OWNER for m in members
         ):
@@ -138,17 +139,19 @@ def membership_remove(
         return _membership_end(legacy=legacy, membership=membership, members=members)
 
 
-def _lock_family(legacy: Legacy, acting: AbstractBaseUser | None = None
-                 ) -> tuple[Legacy, list[LegacyMembership]]:
+def _lock_family(legacy: Legacy, acting: AbstractBaseUser | None = None,
+                 named: AbstractBaseUser | None = None) -> tuple[Legacy, list[LegacyMembership]]:
     """The legacy row, locked, and its members, longest-standing first. The lock serialises
     everyone joining, leaving, being removed or erasing: two last-but-one members leaving at
     once cannot both go and leave the legacy with nobody. FOR NO KEY UPDATE: rows that point
     at the legacy (a fact, a conversation) are still inserted meanwhile, so that a member who
     shares a fact, holding their membership row (_hold_membership), never waits for a leaving
     that waits for them."""
-    if acting is not None:
-        # The acting member's account row first, as an erase of their data takes it first.
-        hold_user(acting.pk)
+    # The account rows of the acting member and of the one the write names (added, removed,
+    # invited) first, in one order, as an erase of their data takes its own first: an owner
+    # removing a member who is erasing waited for the legacy the erase was waiting for.
+    for user_id in sorted({user.pk for user in (acting, named) if user is not None}):
+        hold_user(user_id)
     try:
         legacy = Legacy.objects.select_for_update(no_key=True).get(pk=legacy.pk)
     except Legacy.DoesNotExist:
@@ -300,8 +303,9 @@ def invitation_create(
         # A state, not a malformed input: the schema cannot know who the caller is.
         raise AlreadyMember("You are already a member: you cannot invite yourself.")
     reject_nul(username=username)
+    invitee = get_user_model().objects.filter(username=username).first()
     with transaction.atomic():
-        legacy, members = _lock_family(legacy, acting=invited_by)
+        legacy, members = _lock_family(legacy, acting=invited_by, named=invitee)
         _require_owner_of(members, user=invited_by, action="invite people")
         if any(m.user.get_username() == username for m in members):
             raise AlreadyMember()
@@ -309,7 +313,6 @@ def invitation_create(
             username=username, status=LegacyInvitation.Status.PENDING
         ).exists():
             raise AlreadyInvited()
-        invitee = get_user_model().objects.filter(username=username).first()
         if invitee is not None and realm_of(invitee) != realm_of(invited_by):
             invitee = None  # as good as unknown: nobody can answer it
         return LegacyInvitation.objects.create(

@@ -319,3 +319,18 @@ def test_an_erase_waits_for_a_message_being_appended_and_takes_it_along(family, 
     assert "error" not in erased, erased["error"]
     assert erased["result"]["messages"] == 5
     assert not Message.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("one_attempt")
+def test_an_owner_removing_a_member_who_is_erasing_waits_and_is_not_a_deadlock(
+        family, monkeypatch):
+    """Found by a review: the removal held the legacy and waited for the member's rows; the
+    erase held the member's account and waited for the legacy."""
+    from facts.services import membership_remove
+    from memory_site.core.errors import NotFound
+
+    erased, removed = _while_erasing(family, monkeypatch, lambda: membership_remove(
+        legacy=family.legacy, removed_by=family.owner, username=family.member.username))
+    assert "error" not in erased, erased["error"]
+    assert isinstance(removed.get("error"), NotFound)  # the erase took the membership first
