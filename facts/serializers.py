@@ -1,5 +1,6 @@
 """Serializers of the legacies API."""
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -35,10 +36,26 @@ class LegacySerializer(serializers.ModelSerializer):
 NAMED_MAX_CHARS = 150
 
 
+# A name no one here can have, refused as the schema says (pattern): a username in the form
+# this service gives a platform's users (`p<platform>:<external id>`: a platform names people
+# by external id, and a person's username has no ':' or '#'), whitespace at either end (not
+# trimmed into someone else's name), or a '/' at its end (API paths lose a trailing slash).
+NAMED_PATTERN = r"^(?!p[0-9]+[:#])(?!\s)(?![\s\S]*[\s/]$)[\s\S]+$"
+_NAMED_REFUSED = (
+    "Name a person by username, or a platform's user by their external id (X-User-Id): not by "
+    "a username of the form p<platform>:<external id>, and with no whitespace at either end "
+    "nor '/' at the end.")
+
+
+def _named_field() -> serializers.CharField:
+    # Not trimmed: " ann " is no name, rather than `ann`, someone else.
+    return serializers.CharField(
+        max_length=NAMED_MAX_CHARS, trim_whitespace=False,
+        validators=[RegexValidator(NAMED_PATTERN, _NAMED_REFUSED)])
+
+
 class MemberInputSerializer(StrictInputSerializer):
-    # Not trimmed: " ann " is no name, and a platform's id with spaces at its ends is refused,
-    # rather than read as `ann`, someone else.
-    username = serializers.CharField(max_length=NAMED_MAX_CHARS, trim_whitespace=False)
+    username = _named_field()
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 
@@ -93,7 +110,7 @@ class MembershipEndedSerializer(serializers.Serializer):
 
 
 class InvitationInputSerializer(StrictInputSerializer):
-    username = serializers.CharField(max_length=NAMED_MAX_CHARS, trim_whitespace=False)
+    username = _named_field()
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
 

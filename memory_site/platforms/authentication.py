@@ -63,30 +63,27 @@ class PlatformKeyAuthentication(authentication.BaseAuthentication):
     def member_username(self, request: Request, username: str, *, provision: bool = True) -> str:
         """The username of the person a platform names in a family call (facts.apis: invite, add,
         remove): always its own user of that external id, as X-User-Id names them, never a
-        username stored here (`p1:ann` is the user whose external id is `p1:ann`, as
-        X-User-Id: p1:ann is). `me`, in any case, is the caller. With `provision` (invite,
-        add) a user it has not sent yet is provisioned as X-User-Id would, so that an
-        invitation reaches them when they first come. A 400 on `username` for an id X-User-Id
-        would refuse."""
+        username stored here (`p1:ann` is the user whose external id is `p1:ann`). `me`, in any
+        case, is the caller. With `provision` (invite, add) a user it has not sent yet is
+        provisioned as X-User-Id would, so that an invitation reaches them when they first
+        come. A name that no X-User-Id could carry (facts.serializers refuses the plain cases
+        with a 400: a stored username's form, whitespace at its ends, a '/' at its end; others,
+        such as a character that is not printable) names nobody: the username it would have,
+        which nobody has (an invitation nobody answers, an add refused, a removal not found)."""
         if not isinstance(request.auth, PlatformKey):
             return username
         if username.lower() == "me":
             return request.user.get_username()
-        if _STORED_USERNAME.match(username) and not PlatformUser.objects.filter(
-                platform_id=request.auth.platform_id, external_id=username).exists():
-            # A username as the lists show it, sent back by an integration that named people by
-            # username before: refused, rather than a new user of that external id.
-            raise exceptions.ValidationError({"username": [
-                "That is a username of this service (`p<platform>:<external id>`); name the "
-                "person by their external id, as X-User-Id does."]})
-        if not provision:
-            return platform_username(request.auth.platform, username)
+        nobody = platform_username(request.auth.platform, username)
+        if not provision or (_STORED_USERNAME.match(username) and not PlatformUser.objects.filter(
+                platform_id=request.auth.platform_id, external_id=username).exists()):
+            return nobody
         try:
             platform_user, _ = platform_user_get_or_create(
                 platform=request.auth.platform, external_id=username, field="username"
             )
-        except ValidationError as error:
-            raise exceptions.ValidationError(error.message_dict) from error
+        except ValidationError:
+            return nobody
         return platform_user.user.get_username()
 
     def may_add_member(self, request: Request, username: str) -> bool:
