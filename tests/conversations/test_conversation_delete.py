@@ -21,6 +21,7 @@ from memory_site.core.errors import NotFound
 from tests.conftest import api_client_for
 from tests.factories import ConversationFactory, LegacyFactFactory, import_messages
 from tests.support.talk import talk
+from tests.support.threads import in_thread
 
 _talk = talk
 
@@ -188,19 +189,7 @@ def test_the_facts_page_and_the_next_context_show_nothing_of_it(world, client, k
 
 
 def _job_in_thread(conversation_id) -> tuple[threading.Thread, dict]:
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = tasks.summarize_conversation(str(conversation_id))
-        except BaseException as exc:  # re-raised by the test
-            outcome["error"] = exc
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, outcome
+    return in_thread(lambda: tasks.summarize_conversation(str(conversation_id)))
 
 
 def _wait_for(condition, seconds: float = 10.0) -> None:

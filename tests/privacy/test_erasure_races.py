@@ -6,7 +6,6 @@ import threading
 import time
 
 import pytest
-from django.db import connection
 
 from conversations import services as conversations_services
 from conversations import tasks
@@ -16,24 +15,12 @@ from facts.models import LegacyFact
 from memory_site.privacy.services import user_data_erase
 from tests.factories import ConversationFactory
 from tests.support.talk import talk
+from tests.support.threads import in_thread
 
 _talk = talk
 
 
-def _in_thread(target) -> tuple[threading.Thread, dict]:
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = target()
-        except BaseException as exc:  # re-raised by the test
-            outcome["error"] = exc
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, outcome
+_in_thread = in_thread
 
 
 @pytest.fixture
