@@ -370,6 +370,7 @@ def invitation_accept(*, invitation: LegacyInvitation, user: AbstractBaseUser) -
 def invitation_decline(*, invitation: LegacyInvitation, user: AbstractBaseUser) -> LegacyInvitation:
     """The invitee declines; the owner may invite them again later."""
     with transaction.atomic():
+        hold_user(user.pk)  # before the legacy, as invitation_accept: an erase's order
         _, _, invitation = _lock_pending_invitation(invitation=invitation, user=user)
         invitation.status = LegacyInvitation.Status.DECLINED
         invitation.answered_at = timezone.now()

@@ -142,18 +142,22 @@ def _while_erasing(family, monkeypatch, write):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("one_attempt")
-def test_accepting_an_invitation_during_ones_erase_is_not_a_deadlock(family, monkeypatch):
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+def test_answering_an_invitation_during_ones_erase_is_not_a_deadlock(family, monkeypatch,
+                                                                    answer):
     """The accept locked the legacy and then waited for the account's row; the erase held the
-    row and waited for the legacy: one of them died of a deadlock (a 500)."""
+    row and waited for the legacy: one of them died of a deadlock (a 500). A decline takes the
+    account's row first too."""
+    from facts import services as facts_services
     from facts.models import LegacyInvitation, LegacyMembership
-    from facts.services import invitation_accept
     from memory_site.core.errors import NotFound
 
     invitation = LegacyInvitation.objects.create(
         legacy=family.other_legacy, username=family.member.username,
         invited_user=family.member, invited_by=family.other_member, role="member")
+    respond = getattr(facts_services, f"invitation_{answer}")
     erased, written = _while_erasing(
-        family, monkeypatch, lambda: invitation_accept(invitation=invitation, user=family.member))
+        family, monkeypatch, lambda: respond(invitation=invitation, user=family.member))
     assert "error" not in erased, erased["error"]
     assert isinstance(written.get("error"), NotFound)  # the erase took the invitation
     assert not LegacyMembership.objects.filter(user=family.member).exists()
