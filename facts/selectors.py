@@ -117,7 +117,7 @@ def legacy_pending_invitations(*, legacy: Legacy) -> QuerySet[LegacyInvitation]:
     them, which nobody can answer), oldest first."""
     return (
         legacy.invitations.filter(status=LegacyInvitation.Status.PENDING)
-        .select_related("invited_by", "invited_user__platform_user")
+        .select_related("invited_by__platform_user", "invited_user__platform_user")
         .order_by("created_at", "id")
     )
 

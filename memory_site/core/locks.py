@@ -4,6 +4,11 @@ kinds of lock share one (pg_advisory_lock(namespace, key) with a 32-bit key per 
 from enum import IntEnum, unique
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from memory_site.core.sql import quoted_table
+
 
 @unique
 class LockNamespace(IntEnum):
@@ -26,11 +31,9 @@ def hold_row(model: Any, pk: object) -> bool:
     it takes through its foreign key) until the transaction ends, so that it cannot be deleted
     meanwhile; False when there is no such row (deleted already, or being deleted: the lock
     waits for that delete and then finds nothing)."""
-    from django.db import connection
-
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT 1 FROM {connection.ops.quote_name(model._meta.db_table)} "
+            f"SELECT 1 FROM {quoted_table(model)} "
             f"WHERE {connection.ops.quote_name(model._meta.pk.column)} = %s FOR KEY SHARE", [pk])
         return cursor.fetchone() is not None
 
@@ -42,6 +45,4 @@ def hold_user(user_id: object) -> None:
     erase under way, or makes the erase wait for it, and the two never deadlock. Taken only
     later, by the write's first insert that names the user, it came after the write's other
     locks (a legacy, a conversation, an author's facts) that the erase was waiting for."""
-    from django.contrib.auth import get_user_model
-
     hold_row(get_user_model(), user_id)

@@ -1,8 +1,6 @@
 """`Authorization: Api-Key <key>` with `X-User-Id: <external id>`: the platform acting as one of
 its users. Without X-User-Id the request is the platform's own, for provisioning only."""
 
-import re
-
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from rest_framework import authentication, exceptions
@@ -13,8 +11,6 @@ from memory_site.platforms.models import PlatformKey, PlatformUser
 from memory_site.platforms.services import platform_user_get_or_create, platform_username
 
 USER_ID_HEADER = "X-User-Id"
-# What platform_username makes of an external id: `p<platform>:<id>` or `p<platform>#<hash>`.
-_STORED_USERNAME = re.compile(r"^p\d+[:#]")
 
 
 def _utf8(header_value: str) -> str:
@@ -75,8 +71,7 @@ class PlatformKeyAuthentication(authentication.BaseAuthentication):
         if username.lower() == "me":
             return request.user.get_username()
         nobody = platform_username(request.auth.platform, username)
-        if not provision or (_STORED_USERNAME.match(username) and not PlatformUser.objects.filter(
-                platform_id=request.auth.platform_id, external_id=username).exists()):
+        if not provision:
             return nobody
         try:
             platform_user, _ = platform_user_get_or_create(

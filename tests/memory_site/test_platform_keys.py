@@ -542,3 +542,20 @@ def test_a_denied_family_call_provisions_nobody():
         assert refused.status_code == 403, path
     assert User.objects.count() == users
     assert not PlatformUser.objects.filter(external_id="new-9").exists()
+
+
+def test_the_owners_invitation_list_reads_every_invitation_in_the_same_queries(
+        django_assert_max_num_queries):
+    """Each row's external id needs the inviter's and the invitee's platform records: read with
+    the rows, not one query per invitation (found reading the change)."""
+    key = _create("first")
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    url = f"/api/legacies/{legacy['id']}/invitations"
+    owner.post(url, {"username": "cousin-1"}, format="json")
+    for n in range(2, 6):
+        owner.post(url, {"username": f"cousin-{n}"}, format="json")
+    # The key, its platform, the caller, the legacy, the owner check, the invitations with both
+    # people's platform records: 6, whatever the number of invitations (11 before, for 5).
+    with django_assert_max_num_queries(6):
+        assert owner.get(url).json()["total"] == 5

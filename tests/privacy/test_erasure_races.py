@@ -23,6 +23,31 @@ _talk = talk
 _in_thread = in_thread
 
 
+def _erase_while_paused(user, monkeypatch, owner, name: str, write) -> tuple[dict, dict]:
+    """Run `write` in a thread, paused right after `owner.name` returns (holding what it has
+    locked), erase `user` meanwhile, check that the erase waits for it, then let both finish.
+    Returns what the write and the erase came to."""
+    paused, release = threading.Event(), threading.Event()
+    original = getattr(owner, name)
+
+    def then_wait(*args, **kwargs):
+        result = original(*args, **kwargs)
+        paused.set()
+        release.wait(timeout=10)
+        return result
+
+    monkeypatch.setattr(owner, name, then_wait)
+    writer, written = _in_thread(write)
+    assert paused.wait(timeout=10)
+    eraser, erased = _in_thread(lambda: user_data_erase(user=user))
+    time.sleep(0.5)
+    assert not erased  # waiting for the write
+    release.set()
+    writer.join(timeout=20)
+    eraser.join(timeout=20)
+    return written, erased
+
+
 @pytest.fixture
 def one_attempt(monkeypatch):
     """The erase runs once: a deadlock it lost would otherwise be retried and hide the race the
@@ -44,24 +69,10 @@ def test_an_erase_waits_for_an_archive_insert_under_way_and_takes_it_along(
         _talk(ConversationFactory(user=family.owner, legacy=family.legacy), 4)
     conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
     _talk(conversation, 40)
-    inserting, release = threading.Event(), threading.Event()
-    create = ConversationChunk.objects.create
-
-    def create_then_wait(**fields):
-        chunk = create(**fields)
-        inserting.set()
-        release.wait(timeout=10)
-        return chunk
-
-    monkeypatch.setattr(ConversationChunk.objects, "create", create_then_wait)
-    job, job_outcome = _in_thread(lambda: tasks.summarize_conversation(str(conversation.pk)))
-    assert inserting.wait(timeout=10)
-    eraser, erased = _in_thread(lambda: user_data_erase(user=family.owner))
-    time.sleep(0.5)
-    assert not erased  # waiting for the batch
-    release.set()
-    job.join(timeout=20)
-    eraser.join(timeout=20)
+    # Paused once the chunk is inserted: the batch holds the conversation's row.
+    job_outcome, erased = _erase_while_paused(
+        family.owner, monkeypatch, ConversationChunk.objects, "create",
+        lambda: tasks.summarize_conversation(str(conversation.pk)))
 
     assert "error" not in job_outcome, job_outcome["error"]
     assert "error" not in erased, erased["error"]
@@ -180,9 +191,8 @@ def test_a_fact_added_by_hand_during_ones_erase_is_a_404_and_stays_nowhere(
         from tests.factories import LegacyFactory
 
         legacy = LegacyFactory(name="Walter", created_by=family.member)
-        LegacyMembership.objects.filter(legacy=legacy).exclude(user=family.member).delete()
-        if not LegacyMembership.objects.filter(legacy=legacy, user=family.member).exists():
-            LegacyMembership.objects.create(legacy=legacy, user=family.member, role="owner")
+        assert list(LegacyMembership.objects.filter(legacy=legacy).values_list(
+            "user", flat=True)) == [family.member.pk]
     erased, written = _while_erasing(family, monkeypatch, lambda: fact_create(
         legacy=legacy, user=family.member, category="other",
         content="Rose kept bees behind the barn.", as_member=True))
@@ -288,24 +298,11 @@ def test_an_erase_waits_for_a_message_being_appended_and_takes_it_along(family, 
 
     conversation = ConversationFactory(user=family.member, legacy=family.legacy)
     _talk(conversation, 4)
-    appending, release = threading.Event(), threading.Event()
-    apply = message_services.apply_session_state
-
-    def apply_then_wait(*args, **kwargs):
-        apply(*args, **kwargs)
-        appending.set()  # the message is inserted; the conversation's row is held
-        release.wait(timeout=10)
-
-    monkeypatch.setattr(message_services, "apply_session_state", apply_then_wait)
-    writer, written = _in_thread(lambda: message_services.message_append(
-        conversation=conversation, role="user", content="One more thing about Rose."))
-    assert appending.wait(timeout=10)
-    eraser, erased = _in_thread(lambda: user_data_erase(user=family.member))
-    time.sleep(0.5)
-    assert not erased  # waiting for the append
-    release.set()
-    writer.join(timeout=20)
-    eraser.join(timeout=20)
+    # Paused once the message is inserted: the append holds the conversation's row.
+    written, erased = _erase_while_paused(
+        family.member, monkeypatch, message_services, "apply_session_state",
+        lambda: message_services.message_append(
+            conversation=conversation, role="user", content="One more thing about Rose."))
     assert "error" not in written, written["error"]
     assert "error" not in erased, erased["error"]
     assert erased["result"]["messages"] == 5

@@ -191,12 +191,19 @@ def _confirmed_offer(earlier: list[dict[str, Any]], said: str) -> dict[str, str]
 def _deletions(messages: list[dict[str, Any]]) -> bool:
     """Whether the calls these tool results answer were deletions (the assistant message before
     them made them), so that a held-back one is told as nothing forgotten."""
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            arguments = (call.get("function") or {}).get("arguments") or ""
-            if "deactivate_fact" in str(arguments):
-                return True
-    return False
+    return any(_operation(call) == "deactivate_fact"
+               for message in messages for call in message.get("tool_calls") or [])
+
+
+def _operation(call: dict[str, Any]) -> object:
+    """A tool call's `operation` argument (its arguments as sent: JSON text or an object)."""
+    arguments = (call.get("function") or {}).get("arguments") or {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    return arguments.get("operation") if isinstance(arguments, dict) else None
 
 
 def _after_tools(tool_results: list[dict[str, Any]], deleting: bool = False) -> str:
