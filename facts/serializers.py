@@ -31,9 +31,10 @@ class LegacySerializer(serializers.ModelSerializer):
         fields = ["id", "name", "created_by", "created_at", "role"]
 
 
-# A username here is at most 150 characters; a platform names its users by external id (which
-# the authentication class maps to the username), so in family calls at most 150 too.
-NAMED_MAX_CHARS = 150
+# A person is named by username (at most 150 characters here), a platform's user by external
+# id (X-User-Id: at most 255, memory_site.platforms.models.EXTERNAL_ID_MAX_LENGTH, which facts
+# may not import): a longer name names nobody either way.
+NAMED_MAX_CHARS = 255
 
 
 # A name no one here can have, refused as the schema says (pattern): a username in the form

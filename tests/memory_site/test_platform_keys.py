@@ -449,6 +449,31 @@ def test_a_platform_names_family_members_by_its_own_ids():
     assert User.objects.count() == users
 
 
+def test_a_platform_names_a_member_by_an_external_id_of_any_allowed_length():
+    """An external id may be 255 characters (X-User-Id's limit): a family call names such a
+    user too. Before, the names of family calls stopped at 150 characters (a username's
+    limit), and a 200-character id could be neither invited, added nor removed (400)."""
+    key = _create("first")
+    owner = _client(key, "owner-1")
+    legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
+    members_url = f"/api/legacies/{legacy['id']}/members"
+    long_id, longest = "y" * 200, "z" * 255
+    assert _client(key, long_id).get("/api/legacies").status_code == 200
+
+    added = owner.post(members_url, {"username": long_id}, format="json")
+    assert added.status_code == 201, added.json()
+    assert added.json()["external_id"] == long_id
+    invited = owner.post(f"/api/legacies/{legacy['id']}/invitations",
+                         {"username": longest}, format="json")
+    assert invited.status_code == 202, invited.json()
+    mine = _client(key, longest).get("/api/invitations").json()["invitations"]
+    assert [i["legacy_id"] for i in mine] == [legacy["id"]]
+    assert owner.delete(f"{members_url}/{long_id}").status_code == 200
+    assert [m["external_id"] for m in owner.get(members_url).json()["members"]] == ["owner-1"]
+    too_long = owner.post(members_url, {"username": "x" * 256}, format="json")
+    assert too_long.status_code == 400
+
+
 def test_an_invitation_crosses_no_platform_and_no_dashboard():
     """Another platform's user, or a person of the dashboard, who invites a platform's user by
     its stored username gets the same 202 as for anyone, and the invitation reaches nobody;
