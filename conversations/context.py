@@ -161,6 +161,10 @@ class ContextPacket:
             for m in messages
         )
 
+    def text_tokens(self, text: str) -> int:
+        """The tokens of `text` counted alone (once per packet)."""
+        return self._count(text)
+
     def _count(self, text: str, *, system: bool = False) -> int:
         if system:
             if self._prompt_tokens[0] != text:
@@ -399,10 +403,40 @@ def _describe(line: prompt.Line) -> Any:
 _SECTION_PARTS = ("retrieved", "session_state", "rolling_summary", "facts", "places", "memory")
 
 
+# The parts cut a line at a time (_cut_lines).
+_LINE_PARTS = ("retrieved", "facts", "places", "memory")
+# How many tokens more than its own a line may take from the prompt when it is cut: the line
+# break joining it and what merges across it.
+_JOIN_SLACK = 3
+
+
+def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any] | None],
+               budget: int) -> None:
+    """Cut the section's lines, last first, while the packet is over `budget`: the same lines
+    as counting the prompt again after every cut, with the prompt counted again only when the
+    lines' own counts say it may fit (within _JOIN_SLACK a line cut since). Counting it after
+    every cut made a packet's cost quadratic in the lines: with 3,000 facts shared by the
+    family a packet took a minute."""
+    section = packet.section(part)
+    total, uncounted = packet.total_tokens(), 0
+    while section.lines:
+        if uncounted and total <= budget + _JOIN_SLACK * uncounted:
+            total, uncounted = packet.total_tokens(), 0
+        if total <= budget:
+            return
+        removed = packet.text_tokens(section.lines[-1].text)
+        packet.cuts.append(cut())
+        total -= removed
+        uncounted += 1
+
+
 def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
     steps = _cut_steps(packet)
     for part in parts:
+        if part in _LINE_PARTS:
+            _cut_lines(packet, part, steps[part], budget)
+            continue
         while packet.total_tokens() > budget:
             cut = steps[part]()
             if cut is None:

@@ -311,3 +311,32 @@ def test_the_rows_stay_in_scope_after_leaving_and_in_another_legacy(family, ever
 
     assert rows_of(here).facts == []
     assert [f.content for f in rows_of(there).facts] == ["Walter sang."]
+
+
+def test_cutting_many_lines_counts_the_prompt_a_few_times_and_cuts_the_same_lines(
+        talked, counted, settings, monkeypatch):
+    """A family with hundreds of shared facts and a packet over budget: the facts are cut as
+    counting the prompt again after each cut would cut them, but the prompt is counted a few
+    times, not once a fact. Before, every cut counted the whole prompt again: quadratic in the
+    facts, and a minute for a packet of a legacy with 3,000 (a member can add them)."""
+    words = ("orchard", "hive", "lantern", "harbour", "violin", "kettle", "meadow", "quilt")
+    for n in range(400):
+        LegacyFactFactory(legacy=talked.legacy, user=talked.user,
+                          content=f"Rose kept a {words[n % 8]} diary, page {n}, in {1900 + n}.")
+    settings.CONTEXT_TOKEN_BUDGET = 2000
+
+    packet = build_context(conversation=talked, now=NOW)
+    prompts = sum(count for text, count in counted.items()
+                  if text.startswith(packet.section("persona").head))
+    facts_cut = [cut for cut in packet.cuts if cut["part"] == "facts"]
+    assert len(facts_cut) > 300
+    assert prompts <= 12, prompts
+    assert packet.total_tokens() <= 2000
+
+    # The same cuts as counting the prompt after every cut (a slack no estimate passes).
+    monkeypatch.setattr(context, "_JOIN_SLACK", 10**9)
+    counted.clear()
+    every_time = build_context(conversation=talked, now=NOW)
+    assert sum(counted.values()) > len(facts_cut)
+    assert every_time.cuts == packet.cuts
+    assert every_time.system_prompt == packet.system_prompt
