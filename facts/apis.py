@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from facts import selectors, services
 from facts.serializers import (
-    ConflictListSerializer,
+    ConflictSerializer,
     CorrectionUndoneSerializer,
     FactCreatedSerializer,
     FactInputSerializer,
@@ -452,24 +452,30 @@ class FactCorrectionUndoApi(APIView):
 class LegacyFactConflictListApi(APIView):
     """Where members remember a legacy differently."""
 
+    pagination_class = paginated("conflicts")
+
     @extend_schema(
         summary="List the conflicts between members' facts",
         description="Pairs of current facts of two members that state different values of one "
         "attribute (born, married or died in another year or place, another place among the "
         "siblings …), oldest first. Nothing is resolved automatically. A conflict is listed "
         "only when I may see both of its facts (mine or shared), so it never reveals another "
-        "member's private fact. 404 for a legacy I do not belong to.",
-        responses={200: ConflictListSerializer, **error_responses(401, 404)},
+        "member's private fact. 404 for a legacy I do not belong to. A page: `?limit=` and "
+        "`?offset=`.",
+        responses={200: ConflictSerializer(many=True), **error_responses(400, 401, 404)},
     )
     def get(self, request: Request, legacy_id: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(
+            selectors.conflicts_visible_to(request.user, legacy), request, view=self)
         conflicts = [
             {"id": c.pk, "attribute": c.attribute, "facts": [c.fact_a, c.fact_b],
              "detected_at": c.detected_at}
-            for c in selectors.conflicts_visible_to(request.user, legacy)
+            for c in page
         ]
         facts = [fact for conflict in conflicts for fact in conflict["facts"]]
         corrections = selectors.fact_corrections_visible(user=request.user, facts=facts)
-        body = {"conflicts": conflicts, "total": len(conflicts)}
-        return Response(ConflictListSerializer(
-            body, context={"request": request, "corrections": corrections}).data)
+        return paginator.get_paginated_response(ConflictSerializer(
+            conflicts, many=True,
+            context={"request": request, "corrections": corrections}).data)

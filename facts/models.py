@@ -187,7 +187,7 @@ class LegacyInvitation(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     legacy = models.ForeignKey(Legacy, on_delete=models.CASCADE, related_name="invitations")
-    username = models.CharField(max_length=150)
+    username = models.CharField(max_length=255)
     invited_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,

@@ -285,11 +285,6 @@ class ConflictSerializer(serializers.Serializer):
     detected_at = serializers.DateTimeField()
 
 
-class ConflictListSerializer(serializers.Serializer):
-    conflicts = ConflictSerializer(many=True)
-    total = serializers.IntegerField()
-
-
 class FactInputSerializer(StrictInputSerializer):
     """The content's length rule (FACT_MIN_CHARS..FACT_MAX_CHARS) is fact_create's."""
 

@@ -31,7 +31,8 @@ from memory_site.core.text import (
 )
 
 LEGACY_NAME_MAX_CHARS = 200
-INVITATION_USERNAME_MAX_CHARS = 150
+# As a family call names people (serializers.NAMED_MAX_CHARS): a platform's external id.
+INVITATION_USERNAME_MAX_CHARS = 255
 
 
 def legacy_create(*, user: AbstractBaseUser, name: str) -> Legacy:
@@ -941,15 +942,17 @@ def _record_conflicts(fact: LegacyFact) -> None:
     others = LegacyFact.objects.filter(
         legacy_id=fact.legacy_id, superseded_by__isnull=True
     ).exclude(user_id=fact.user_id).only("id", "content")
+    conflicts = []
     for other in others:
         found = contradiction(fact.content, other.content)
         if found is None:
             continue
         a, b = sorted([fact.pk, other.pk])
-        FactConflict.objects.get_or_create(
-            fact_a_id=a, fact_b_id=b,
-            defaults={"legacy_id": fact.legacy_id, "attribute": found[0].name},
-        )
+        conflicts.append(FactConflict(fact_a_id=a, fact_b_id=b, legacy_id=fact.legacy_id,
+                                      attribute=found[0].name))
+    # One statement however many (a member may hold thousands of facts that one contradicts,
+    # each written one by one under the legacy's lock before); a pair recorded already stays.
+    FactConflict.objects.bulk_create(conflicts, ignore_conflicts=True)
 
 
 # --- Erasing the caller's own data (DELETE /api/me/data) --------------------------------------

@@ -304,7 +304,7 @@ def test_a_conflict_never_reveals_a_private_fact(family, married):
     assert len(selectors.conflicts_visible_to(family.member, family.legacy)) == 1
     body = api_client_for(family.owner).get(
         f"/api/ai/legacies/{family.legacy.pk}/fact-conflicts").json()
-    assert body == {"conflicts": [], "total": 0}
+    assert body == {"conflicts": [], "total": 0, "limit": 50, "offset": 0}
     services.fact_set_visibility(fact=theirs, user=family.member, visibility="shared")
     assert len(selectors.conflicts_visible_to(family.owner, family.legacy)) == 1
 
@@ -644,6 +644,57 @@ def test_conflicts_api_shows_both_facts_to_both_members(family, married):
             "Rose married Henry in 1961.", "Rose married in 1962."]
     assert api_client_for(family.stranger).get(
         f"/api/ai/legacies/{family.legacy.pk}/fact-conflicts").status_code == 404
+
+
+def test_many_conflicts_cost_one_write_a_page_and_one_read_of_the_disputes(family, settings):
+    """A member with hundreds of shared facts that one fact contradicts: the conflicts are
+    written in one statement, listed a page at a time, and the packet's `disputed` marks read
+    the legacy's conflicts once. Before, each conflict was a get_or_create under the legacy's
+    lock (5 s for 3,000, every other writer of the legacy waiting), the list had no pages (2 s),
+    and each fact's mark read every conflict again."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from conversations.selectors import context_rows
+
+    for year in range(1700, 1900):
+        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                          content=f"Rose was born in {year}.", visibility="shared")
+    with CaptureQueriesContext(connection) as queries:
+        mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                       category="milestone", content="Rose was born in 1931.",
+                                       visibility="shared")
+    assert FactConflict.objects.count() == 200
+    inserts = [q for q in queries.captured_queries
+               if q["sql"].startswith('INSERT INTO "facts_factconflict"')]
+    assert len(inserts) == 1 and len(queries.captured_queries) < 25
+
+    url = f"/api/ai/legacies/{family.legacy.pk}/fact-conflicts"
+    page = api_client_for(family.owner).get(url, {"limit": 30, "offset": 180}).json()
+    assert (page["total"], page["limit"], page["offset"], len(page["conflicts"])) == (
+        200, 30, 180, 20)
+    assert api_client_for(family.owner).get(url, {"limit": "x"}).status_code == 400
+
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    with connection.cursor() as cursor:
+        cursor.execute('ANALYZE "facts_factconflict", "facts_legacyfact"')
+    with CaptureQueriesContext(connection) as queries:
+        facts = context_rows(conversation=conversation, recent=10, turns=2).facts
+    assert len(facts) == 201 and all(fact.disputed for fact in facts)
+    assert len([q for q in queries.captured_queries if "facts_factconflict" in q["sql"]]) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + selectors.facts_visible_sql(),
+                       {"user_id": family.owner.pk, "legacy_id": family.legacy.pk})
+        plan = cursor.fetchone()[0]
+
+    def conflict_scans(node):
+        if node.get("Relation Name") == "facts_factconflict":
+            yield node
+        for child in node.get("Plans", []):
+            yield from conflict_scans(child)
+
+    scans = list(conflict_scans((plan[0] if isinstance(plan, list) else plan)["Plan"]))
+    assert scans and all(scan["Actual Loops"] == 1 for scan in scans), scans
 
 
 # --- the dashboard --------------------------------------------------------------------------

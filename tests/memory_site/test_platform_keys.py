@@ -472,6 +472,13 @@ def test_a_platform_names_a_member_by_an_external_id_of_any_allowed_length():
     assert [m["external_id"] for m in owner.get(members_url).json()["members"]] == ["owner-1"]
     too_long = owner.post(members_url, {"username": "x" * 256}, format="json")
     assert too_long.status_code == 400
+    # A person may name as long a name too: nobody's, so an invitation nobody answers.
+    person = UserFactory(username="dashboard-owner")
+    theirs = api_client_for(person).post("/api/legacies", {"name": "Walter"},
+                                         format="json").json()
+    sent = api_client_for(person).post(f"/api/legacies/{theirs['id']}/invitations",
+                                       {"username": long_id}, format="json")
+    assert sent.status_code == 202, sent.json()
 
 
 def test_an_invitation_crosses_no_platform_and_no_dashboard():
