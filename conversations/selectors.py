@@ -387,28 +387,63 @@ def conversations_due_for_summarization() -> QuerySet[Conversation]:
     processing = ConversationMemory.objects.filter(
         conversation=OuterRef("pk"), status=ConversationMemory.Status.PROCESSING
     )
-    archived = ConversationChunk.objects.filter(conversation=OuterRef("pk")).order_by(
-        "-message_range_end"
-    ).values("message_range_end")[:1]
     last = F("message_count") - 1
     summary_due = (
         Q(message_count__gt=settings.MEMORY_SUMMARIZE_AFTER_SEQ, is_processing=False)
         & (Q(completed_end__isnull=True) | Q(completed_end__lt=last))
         & (Q(summary_retry_at__isnull=True) | Q(summary_retry_at__lte=now))
     )
-    archive_due = (
-        Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
-        | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
-    ) & (Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
     return (
         _with_retry_times(Conversation.objects.all())
         .annotate(
             completed_end=Subquery(completed),
-            archived_end=Coalesce(Subquery(archived), Value(0)),
+            archived_end=_archived_end(),
             is_processing=Exists(processing),
         )
-        .filter(summary_due | archive_due)
+        .filter(summary_due | _archive_due(now))
         .order_by("last_message_at")
+    )
+
+
+def _archive_due(now: datetime) -> Q:
+    """The archive part of conversations_due_for_summarization, on its annotations."""
+    return (
+        Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
+        | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
+    ) & (Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
+
+
+def _archived_end() -> Coalesce:
+    return Coalesce(
+        Subquery(ConversationChunk.objects.filter(conversation=OuterRef("pk"))
+                 .order_by("-message_range_end").values("message_range_end")[:1]),
+        Value(0),
+    )
+
+
+def first_unarchived_said_at(*, conversation: Conversation) -> datetime | None:
+    """When the first message not archived yet was said; None when every message is."""
+    return (Message.objects.filter(conversation=conversation,
+                                   sequence=last_summarized_end(conversation=conversation))
+            .values_list("created_at", flat=True).first())
+
+
+def archives_due_said_before(*, conversation: Conversation, before: datetime) -> list[Conversation]:
+    """The same user's other conversations about the same legacy whose archive is due now and
+    whose first unarchived message was said before `before`, earliest first (`archive_from`:
+    that message's sequence): what an archive batch of `conversation` said at `before` should
+    find filed first."""
+    said = Message.objects.filter(conversation=OuterRef("pk"), sequence=OuterRef("archived_end"))
+    return list(
+        _with_retry_times(Conversation.objects.filter(
+            user_id=conversation.user_id, legacy_id=conversation.legacy_id,
+        ).exclude(pk=conversation.pk))
+        .annotate(archived_end=_archived_end())
+        .filter(_archive_due(timezone.now()))
+        .annotate(first_said=Subquery(said.values("created_at")[:1]))
+        .filter(first_said__lt=before)
+        .select_related("legacy", "user")
+        .order_by("first_said", "pk")
     )
 
 

@@ -323,6 +323,10 @@ SUMMARIZATION_BATCH_SIZE = env_int("SUMMARIZATION_BATCH_SIZE", 20)
 SUMMARIZATION_MAX_BATCHES_PER_JOB = env_int("SUMMARIZATION_MAX_BATCHES_PER_JOB", 10)
 # No new archive batch starts after this long; the rest goes to the next job.
 SUMMARIZATION_JOB_TIME_BUDGET_SECONDS = env_float("SUMMARIZATION_JOB_TIME_BUDGET_SECONDS", 45.0)
+# A batch's corrections read the facts filed before it: a job first archives the batches its
+# user said earlier about the legacy in other conversations, waiting at most this long for one
+# another worker is archiving (docs/facts.md "Corrections across conversations").
+SUMMARIZATION_ORDER_WAIT_SECONDS = env_float("SUMMARIZATION_ORDER_WAIT_SECONDS", 30.0)
 # Seed 002 calls a `processing` row older than 5 minutes stuck; keep it above Q_TIMEOUT.
 MEMORY_PROCESSING_TIMEOUT_SECONDS = env_int("MEMORY_PROCESSING_TIMEOUT_SECONDS", 300)
 CONVERSATION_IDLE_CLOSE_MINUTES = env_int("CONVERSATION_IDLE_CLOSE_MINUTES", 60)

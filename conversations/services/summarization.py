@@ -5,7 +5,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -469,6 +469,78 @@ def _archive_succeeded(conversation: Conversation) -> None:
     )
 
 
+def _budget_left(started: float) -> float:
+    return settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS - (time.monotonic() - started)
+
+
+def _wait_for_archive_lock(conversation: Conversation, *, started: float) -> bool:
+    """The conversation's archive lock, waited for while another worker holds it, at most
+    SUMMARIZATION_ORDER_WAIT_SECONDS and within the job's time budget."""
+    waited = time.monotonic()
+    while not _try_archive_lock(conversation):
+        if (time.monotonic() - waited >= settings.SUMMARIZATION_ORDER_WAIT_SECONDS
+                or _budget_left(started) <= 0):
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _archive_said_earlier(*, conversation: Conversation, final: bool, started: float) -> bool:
+    """Before a batch of `conversation` is archived, the batches due that its user said earlier
+    about the legacy in other conversations, earliest first: a batch's corrections are made to
+    the facts filed before it (facts_for_correction), so "Sorry, it was 1962" in a new
+    conversation corrects the fact just said in the last one even when the two jobs run at once
+    (before, the later batch often ran first and corrected an older fact instead). One being
+    archived by another worker is waited for (its archive lock, _wait_for_archive_lock); one
+    that fails, or is not free in time, is left to its own job. False when the job's time
+    budget ran out while earlier batches were archived (this conversation's work waits for the
+    next job)."""
+    if archive_range_due(conversation=conversation, final=final) is None:
+        return True
+    before = selectors.first_unarchived_said_at(conversation=conversation)
+    if before is None:
+        return True
+    for earlier in selectors.archives_due_said_before(conversation=conversation, before=before):
+        if not _wait_for_archive_lock(earlier, started=started):
+            logger.info("Archiving %s before %s: busy elsewhere; going on", earlier.pk,
+                        conversation.pk)
+            continue
+        try:
+            if not _archive_before(earlier, before=before, started=started):
+                return False
+        finally:
+            _release_archive_lock(earlier)
+    return True
+
+
+def _archive_before(conversation: Conversation, *, before: datetime, started: float) -> bool:
+    """Archive the conversation's due batches whose first message was said before `before`,
+    holding its archive lock; False when the job's time budget ran out first."""
+    final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
+    while True:
+        due = archive_range_due(conversation=conversation, final=final)
+        if due is None:
+            return True
+        said = (Message.objects.filter(conversation=conversation, sequence=due[0])
+                .values_list("created_at", flat=True).first())
+        if said is None or said >= before:
+            return True
+        if _budget_left(started) <= 0:
+            return False
+        try:
+            chunk = chunk_archive_range(conversation=conversation, start=due[0], end=due[1])
+        except ConversationGone:
+            return True
+        except (LLMError, EmbeddingError, DatabaseError) as exc:
+            logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
+                           due[0], due[1], conversation.pk, exc)
+            _archive_failed(conversation, exc)
+            return True
+        if chunk is None:
+            return True
+        _archive_succeeded(conversation)
+
+
 def conversation_catch_up(*, conversation: Conversation, respect_backoff: bool = False) -> CatchUpResult:
     """The summarisation job's work: the rolling summary, then archived batches oldest first,
     at most SUMMARIZATION_MAX_BATCHES_PER_JOB of them, and no new batch once the job has run
@@ -508,6 +580,9 @@ def _catch_up(*, conversation: Conversation, respect_backoff: bool) -> CatchUpRe
     if retry.archive is not None and retry.archive > now:
         logger.debug("Archiving %s is backing off until %s", conversation.pk, retry.archive)
         return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=False)
+    if not _archive_said_earlier(conversation=conversation, final=final, started=started):
+        # The job's time went on earlier batches (a long import): this one's next job goes on.
+        return CatchUpResult(rolling_summary=memory, chunks=chunks, more_due=True)
     # A session-level lock: another worker archiving this conversation makes this job skip
     # the archive instead of paying for the same provider call twice.
     if not _try_archive_lock(conversation):

@@ -368,6 +368,75 @@ def test_a_correction_in_a_later_conversation_supersedes(family, published,
     }
 
 
+def test_a_later_conversation_s_job_archives_the_earlier_one_first(family, caplog):
+    """Two conversations closed at once, their jobs on two workers: the later one's job ran
+    first and read the facts before the earlier one's were filed, so "Sorry, I got that wrong:
+    it was 1962" corrected an older fact (found by an audit following the README). The later
+    job now archives the earlier conversation's due batches first."""
+    LegacyFactFactory(legacy=family.legacy, user=family.owner, category="milestone",
+                      content="Rose married Henry Whitfield in June 1955 at the little church.")
+    closed = {"status": "shutdown_clean"}
+    first = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(first, [("user", "Rose married Harold in 1961 at St. Mary's.")], **closed)
+    second = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(second, [("user", "Sorry, I got that wrong: it was 1962.")], **closed)
+    # Another of the user's conversations, said later and not due, and one of another legacy,
+    # are left alone.
+    later = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(later, [("user", "Rose kept bees.")])
+    elsewhere = ConversationFactory(legacy=family.other_legacy, user=family.other_member)
+    bulk_import(elsewhere, [("user", "Walter married in 1950.")], **closed)
+
+    result = summarization.conversation_catch_up(conversation=second)
+
+    assert [(c.message_range_start, c.message_range_end) for c in result.chunks] == [(0, 1)]
+    assert first.chunks.count() == 1
+    assert not later.chunks.exists() and not elsewhere.chunks.exists()
+    assert sorted(current_contents(family.legacy, family.owner)) == [
+        "Rose married Harold in 1962 at St. Mary's.",
+        "Rose married Henry Whitfield in June 1955 at the little church."]
+    # The earlier conversation's own job finds nothing left to do.
+    assert summarization.conversation_catch_up(conversation=first).chunks == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_earlier_conversation_archived_elsewhere_is_waited_for_a_bounded_time(
+        family, settings):
+    """Another worker holds the earlier conversation's archive lock: the job waits for it at
+    most SUMMARIZATION_ORDER_WAIT_SECONDS, then archives its own batch as before."""
+    from django.db import connections as all_connections
+
+    settings.SUMMARIZATION_ORDER_WAIT_SECONDS = 0.5
+    closed = {"status": "shutdown_clean"}
+    first = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(first, [("user", "Rose married Harold in 1961 at St. Mary's.")], **closed)
+    second = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(second, [("user", "Rose kept bees in the orchard.")], **closed)
+    held, release = threading.Event(), threading.Event()
+
+    def other_worker():
+        try:
+            assert summarization._try_archive_lock(first)
+            held.set()
+            release.wait(timeout=30)
+            summarization._release_archive_lock(first)
+        finally:
+            all_connections.close_all()
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    try:
+        assert held.wait(timeout=30)
+        began = time.monotonic()
+        result = summarization.conversation_catch_up(conversation=second)
+        waited = time.monotonic() - began
+    finally:
+        release.set()
+        thread.join(timeout=30)
+    assert 0.5 <= waited < 10
+    assert len(result.chunks) == 1 and not first.chunks.exists()
+
+
 def test_undo_keeps_a_correcting_fact_that_was_said_before(family):
     """Found by a new-user walkthrough: a correction that found a fact the author had stated
     before reused it, and undoing that correction deleted it, with the author's edit and
