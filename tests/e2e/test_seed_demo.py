@@ -21,7 +21,13 @@ from facts.models import Legacy, LegacyFact, LegacyMembership
 from memory_site.demo import conversations as conversations_demo
 from memory_site.demo import facts as facts_demo
 from tests.conftest import api_client_for
-from tests.factories import ConversationFactory, LegacyFactory, MembershipFactory, UserFactory
+from tests.factories import (
+    ConversationFactory,
+    LegacyFactFactory,
+    LegacyFactory,
+    MembershipFactory,
+    UserFactory,
+)
 from tests.support.prompt import memory_block, places_block
 
 pytestmark = pytest.mark.django_db
@@ -241,3 +247,26 @@ def test_seed_demo_memories_are_real_and_idempotent(django_user_model):
         AgentMemoryVersion.objects.filter(memory__user=bob).values_list(
             "source_conversation__title", flat=True)
     ) == {"Mom's Sunday calls (demo)"}
+
+
+def test_a_second_run_gives_the_token_and_brings_back_nothing_the_user_changed():
+    """The README runs `seed_demo` and then `seed_demo --print-token alice`: the second run
+    re-seeded, so a fact alice had deleted came back, and a fact she had corrected was added
+    again beside its correction (found by an outside audit)."""
+    call_command("seed_demo", stdout=io.StringIO())
+    alice = Token.objects.get(user__username="alice").user
+    crossword = LegacyFact.objects.get(user=alice, content__contains="crossword")
+    married = LegacyFact.objects.get(user=alice, content__contains="married Henry")
+    crossword.delete()
+    correction = LegacyFactFactory(legacy=married.legacy, user=alice, category="milestone",
+                                   content=married.content.replace("1955", "1956"))
+    married.superseded_by = correction
+    married.save(update_fields=["superseded_by"])
+    facts = LegacyFact.objects.count()
+
+    assert _token("alice") == Token.objects.get(user=alice).key
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "nothing was added" in out.getvalue()
+    assert LegacyFact.objects.count() == facts
+    assert not LegacyFact.objects.filter(content__contains="crossword").exists()

@@ -65,6 +65,7 @@ class Command(BaseCommand):
                 users[username] = user
             owner = users["alice"]
             legacy = legacies_for_user(owner).filter(name=DEMO_LEGACY, created_by=owner).first()
+            seeded = legacy is not None
             if legacy is None:
                 legacy = legacy_create(user=owner, name=DEMO_LEGACY)
             members = set(legacy_members(legacy=legacy).values_list("user__username", flat=True))
@@ -74,10 +75,16 @@ class Command(BaseCommand):
                         legacy=legacy, added_by=owner, username=username, role=role
                     )
             tokens = {name: Token.objects.get_or_create(user=u)[0].key for name, u in users.items()}
-            # Conversations first: facts and memories point at the demo conversations.
+            # Conversations first: facts and memories point at the demo conversations. Facts
+            # and memories once only: a run after the first (the README's `--print-token`)
+            # must not bring back one the user deleted, nor add again one they corrected.
             report = []
-            for seed in (conversations_demo.seed, facts_demo.seed, agent_memory_demo.seed):
+            for seed in (conversations_demo.seed,) if seeded else (
+                    conversations_demo.seed, facts_demo.seed, agent_memory_demo.seed):
                 report += seed(users=users, legacy=legacy)
+            if seeded:
+                report.append("Facts and memories: seeded by an earlier run; nothing was "
+                              "added (what was deleted or corrected since stays so).")
 
         if options.get("print_token"):
             if options["print_token"] not in tokens:
