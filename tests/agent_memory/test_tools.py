@@ -3,10 +3,12 @@
 import json
 
 import pytest
+import yaml
 
 from agent_memory import tools
 from agent_memory.models import AgentMemory, AgentMemoryVersion, Place, PlaceMention
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
+from tests.support.schema import assert_documented
 
 pytestmark = pytest.mark.django_db
 
@@ -233,10 +235,13 @@ def test_another_user_s_conversation_or_message_is_a_404(client, alice):
     conversation = ConversationFactory(user=bob, legacy__created_by=bob)
     message = MessageFactory(conversation=conversation, sequence=0)
     arguments = {"content": "Alec is the user's boss", "category": "person"}
+    spec = yaml.safe_load(client.get("/api/schema").content)
     for extra in ({"conversation_id": str(conversation.pk)}, {"message_id": str(message.pk)}):
         response = _call(client, "add_to_memory", arguments, **extra)
         assert response.status_code == 404
         assert response.json() == {"detail": "Not found.", "code": "not_found"}
+        # As the schema says (before, it declared the tool's answer only).
+        assert_documented(response, spec, "/api/tools/{name}", "post")
     assert _rows() == (0, 0, 0, 0)
 
 

@@ -15,7 +15,11 @@ def key_problems(value, schema: dict, spec: dict, where: str = "body") -> list[s
     schema = resolve(schema, spec)
     if value is None:
         return []
-    for combined in (*schema.get("allOf", []), *schema.get("oneOf", [])):
+    if schema.get("oneOf"):
+        # One of the alternatives fits: the problems of the nearest, when none does.
+        found = [key_problems(value, option, spec, where) for option in schema["oneOf"]]
+        return min(found, key=len)
+    for combined in schema.get("allOf", []):
         if "properties" in (inner := resolve(combined, spec)):
             return key_problems(value, inner, spec, where)
     problems = []
