@@ -15,10 +15,9 @@ def key_problems(value, schema: dict, spec: dict, where: str = "body") -> list[s
     schema = resolve(schema, spec)
     if value is None:
         return []
-    if schema.get("oneOf"):
+    if options := schema.get("oneOf") or schema.get("anyOf"):
         # One of the alternatives fits: the problems of the nearest, when none does.
-        found = [key_problems(value, option, spec, where) for option in schema["oneOf"]]
-        return min(found, key=len)
+        return min((key_problems(value, option, spec, where) for option in options), key=len)
     for combined in schema.get("allOf", []):
         if "properties" in (inner := resolve(combined, spec)):
             return key_problems(value, inner, spec, where)
