@@ -529,22 +529,27 @@ def conversation_deletion_preview(*, conversation: Conversation) -> dict[str, in
 # --- The caller's own data (GET /api/me/data) ------------------------------------------------
 
 
+# What a unit's text derives: read by the search only.
+_DERIVED = ("embedding", "embedding_bits", "search_vector")
+
+
 def user_data_export(user: AbstractBaseUser) -> dict[str, QuerySet]:
     """Every conversation of the user (also in legacies they have left) with its messages,
     rolling summaries and archived chunks, for the export's ExportConversationSerializer.
-    Chunks come without their embedding vectors (derived from the content, and not
-    readable). Four queries, whatever the number of rows."""
+    Messages and chunks come without their vectors and search vectors (derived from the
+    content, not readable, and not exported): read, a long history's vectors took 2 GB of a
+    web worker for a 25 MB export. Four queries, whatever the number of rows."""
     return {
         "conversations": Conversation.objects.filter(user=user)
         .prefetch_related(
-            Prefetch("messages", queryset=Message.objects.order_by("sequence")),
+            Prefetch("messages", queryset=Message.objects.defer(*_DERIVED).order_by("sequence")),
             Prefetch(
                 "memories",
                 queryset=ConversationMemory.objects.order_by("created_at", "end_sequence", "id"),
             ),
             Prefetch(
                 "chunks",
-                queryset=ConversationChunk.objects.defer("embedding").order_by(
+                queryset=ConversationChunk.objects.defer(*_DERIVED).order_by(
                     "message_range_start"
                 ),
             ),

@@ -378,3 +378,21 @@ def test_the_export_needs_the_same_few_queries_for_a_user_with_many_rows(
     assert len(body["facts"]) == 8
     assert [len(m["versions"]) for m in body["agent_memories"]] == [2] * 8
     assert [len(p["mentions"]) for p in body["places"]] == [2] * 8
+
+
+def test_the_export_reads_no_vector(family):
+    """A long history's export took 2 GB of a web worker: every message's embedding was read
+    into Python and then left out of the export."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _lots_of_data(family.owner, family.legacy, scale=2)
+    with CaptureQueriesContext(connection) as queries:
+        assert api_client_for(family.owner).get("/api/me/data").status_code == 200
+    units = [q["sql"] for q in queries.captured_queries
+             if 'FROM "conversations_message"' in q["sql"]
+             or 'FROM "conversations_conversationchunk"' in q["sql"]]
+    assert len(units) == 2
+    for sql in units:
+        assert '"embedding"' not in sql and '"embedding_bits"' not in sql, sql
+        assert '"search_vector"' not in sql, sql
