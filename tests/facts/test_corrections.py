@@ -856,3 +856,21 @@ def test_a_fellow_member_is_not_told_of_a_correction_kept_private(family):
     services.fact_set_visibility(fact=correction, user=family.owner, visibility="shared")
     for body in seen_by(family.member):
         assert body["superseded_by"] == str(correction.pk) and body["superseded_at"]
+
+
+def test_an_author_of_many_facts_is_compared_from_cache(family):
+    """fact_find_duplicate and the conflict check compare a new fact with every current fact,
+    in the same order each time: with an LRU smaller than the facts (8,192), an author of
+    8,500 facts had no cache hit at all and each check read every text again."""
+    from facts.services import _dedup_words
+
+    LegacyFact.objects.bulk_create(
+        LegacyFact(legacy=family.legacy, user=family.owner, category="hobby",
+                   content=f"Rose kept hive number {n} in the orchard by the {n % 7} gate.")
+        for n in range(9000))
+    services.fact_find_duplicate(legacy=family.legacy, user=family.owner,
+                                 content="Rose sang alto in the choir.")
+    hits = _dedup_words.cache_info().hits
+    services.fact_find_duplicate(legacy=family.legacy, user=family.owner,
+                                 content="Rose baked bread on Fridays.")
+    assert _dedup_words.cache_info().hits - hits >= 9000

@@ -160,8 +160,10 @@ def fact_attributes(content: str) -> dict[str, Attribute]:
     return dict(_attributes(content))
 
 
-# A batch compares each of its facts with every known fact: each text is read once.
-@lru_cache(maxsize=2048)
+# A batch compares each of its facts with every known fact: each text is read once. As many
+# texts as facts.services.FACT_TEXT_CACHE_SIZE (an LRU smaller than a family's facts, read in
+# the same order every time, never hits).
+@lru_cache(maxsize=65536)
 def _attributes(content: str) -> tuple[tuple[str, Attribute], ...]:
     return tuple(_read_attributes(content).items())
 
