@@ -130,3 +130,43 @@ def test_a_resize_that_fails_changes_nothing(family, settings):
         call_command("reembed", stdout=io.StringIO())
 
     assert (_schema(), _vectors()) == before
+
+
+def test_reembed_batches_go_on_from_a_cursor(family, settings, monkeypatch):
+    """Each batch reads the rows past the previous one's last: from the start every time, a
+    batch read every row done before it (quadratic over a large re-embed). A row the job
+    worker embedded meanwhile is skipped, and the command says who embedded what."""
+    from conversations.services.embedding import units_reembed_batch
+
+    conversation = ConversationFactory(user=family.owner, legacy=family.legacy)
+    import_messages(conversation, [("user", f"Rose kept hive {n}.") for n in range(7)])
+    Message.objects.update(embedding_model="")
+    count, cursor = units_reembed_batch(kind="messages", batch_size=3)
+    assert (count, cursor) == (3, (conversation.pk, 2))
+    # A row before the cursor loses its key again: the next batch does not go back for it.
+    Message.objects.filter(sequence=0).update(embedding_model="")
+    count, cursor = units_reembed_batch(kind="messages", batch_size=3, after=cursor)
+    assert (count, cursor) == (3, (conversation.pk, 5))
+    assert list(Message.objects.filter(embedding_model="").values_list("sequence", flat=True)
+                .order_by("sequence")) == [0, 6]
+    assert units_reembed_batch(kind="messages", batch_size=3, after=(conversation.pk, 6)) == (
+        0, (conversation.pk, 6))
+
+    Message.objects.update(embedding_model="")
+    calls = []
+
+    def with_the_worker(**kwargs):
+        answer = units_reembed_batch(**kwargs)
+        if not calls:  # the job worker embeds two rows after the command's first batch
+            conversation_embed_messages(conversation_id=conversation.pk, limit=2)
+        calls.append(answer)
+        return answer
+
+    monkeypatch.setattr("conversations.services.embedding.units_reembed_batch", with_the_worker)
+    out = io.StringIO()
+    call_command("reembed", "--batch-size", "3", stdout=out)
+    assert [count for count, _ in calls] == [3, 2, 0, 0]
+    assert ("Embedded 5 messages and 0 chunks" in out.getvalue()
+            and "The job worker embedded the other 2 messages and 0 chunks" in out.getvalue())
+    assert "7/7" in out.getvalue()
+    assert not Message.objects.exclude(embedding_model=model_key()).exists()

@@ -97,11 +97,12 @@ class Command(BaseCommand):
         with Progress(*columns_, console=console) as progress:
             for kind in ("messages", "chunks"):
                 task = progress.add_task(f"Embedding {kind}", total=pending[kind])
+                after = None
                 while True:
                     try:
                         with transaction.atomic():
-                            count = embedding.units_reembed_batch(kind=kind,
-                                                                  batch_size=batch_size)
+                            count, after = embedding.units_reembed_batch(
+                                kind=kind, batch_size=batch_size, after=after)
                     except EmbeddingError as exc:
                         raise CommandError(
                             f"The embedding provider failed after {done['messages']} messages "
@@ -112,6 +113,12 @@ class Command(BaseCommand):
                         break
                     done[kind] += count
                     progress.update(task, advance=count)
+                # The job worker's embedding jobs may have embedded some meanwhile: the bar
+                # ends full either way, and the line below says how many were theirs.
+                progress.update(task, completed=pending[kind])
+        others = {kind: max(pending[kind] - done[kind], 0) for kind in done}
         self.stdout.write(self.style.SUCCESS(
             f"Embedded {done['messages']} messages and {done['chunks']} chunks with {model_key()}."
+            + (f" The job worker embedded the other {others['messages']} messages and "
+               f"{others['chunks']} chunks meanwhile." if any(others.values()) else "")
         ))
