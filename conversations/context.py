@@ -411,17 +411,18 @@ _JOIN_SLACK = 3
 
 
 def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any] | None],
-               budget: int) -> None:
-    """Cut the section's lines, last first, while the packet is over `budget`: the same lines
-    as counting the prompt again after every cut, with the prompt counted again only when the
-    lines' own counts say it may fit (within _JOIN_SLACK a line cut since). Counting it after
+               budget: int, measure: Callable[[], int] | None = None) -> None:
+    """Cut the section's lines, last first, while `measure` (the packet's tokens) is over
+    `budget`: the same lines as counting again after every cut, counting again only when the
+    lines' own counts say it may fit (within _JOIN_SLACK a line cut since). Counting after
     every cut made a packet's cost quadratic in the lines: with 3,000 facts shared by the
     family a packet took a minute."""
+    measure = measure or packet.total_tokens
     section = packet.section(part)
-    total, uncounted = packet.total_tokens(), 0
+    total, uncounted = measure(), 0
     while section.lines:
         if uncounted and total <= budget + _JOIN_SLACK * uncounted:
-            total, uncounted = packet.total_tokens(), 0
+            total, uncounted = measure(), 0
         if total <= budget:
             return
         removed = packet.text_tokens(section.lines[-1].text)
@@ -430,9 +431,21 @@ def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any
         uncounted += 1
 
 
+def _cap_facts(packet: ContextPacket, cut: Callable[[], dict[str, Any] | None]) -> None:
+    """The facts block cut, newest first, to CONTEXT_FACTS_MAX_SHARE of the budget, before
+    anything else is cut: an author of thousands of facts (a long imported history) had the
+    retrieved units, the session state and the rolling summary cut for them, and the agent
+    saw facts only."""
+    section = packet.section("facts")
+    cap = int(settings.CONTEXT_TOKEN_BUDGET * settings.CONTEXT_FACTS_MAX_SHARE)
+    _cut_lines(packet, "facts", cut, cap, measure=lambda: packet.text_tokens(section.render()))
+
+
 def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
     steps = _cut_steps(packet)
+    if "facts" in parts:
+        _cap_facts(packet, steps["facts"])
     for part in parts:
         if part in _LINE_PARTS:
             _cut_lines(packet, part, steps[part], budget)

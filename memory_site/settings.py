@@ -429,6 +429,9 @@ CONTEXT_RETRIEVAL_TOP_K = env_int("CONTEXT_RETRIEVAL_TOP_K", 3)
 CONTEXT_RECENT_MESSAGES = env_int("CONTEXT_RECENT_MESSAGES", 20)
 # The whole packet (system prompt + messages) stays within this many tiktoken tokens.
 CONTEXT_TOKEN_BUDGET = env_int("CONTEXT_TOKEN_BUDGET", 8000)
+# Over budget, the facts block is first cut (newest first) to this share of the budget: a long
+# history's thousands of facts took the whole packet, retrieval and summary cut before them.
+CONTEXT_FACTS_MAX_SHARE = env_float("CONTEXT_FACTS_MAX_SHARE", 0.5)
 # Seed 004: "keep last 3 raw turns always". Every context packet replays the last K turns
 # verbatim (a turn is a user message and the replies after it), and the checkpoint's last K
 # turns are the same turns (this setting was CHECKPOINT_LAST_TURNS, for the checkpoint only).

@@ -340,3 +340,22 @@ def test_cutting_many_lines_counts_the_prompt_a_few_times_and_cuts_the_same_line
     assert sum(counted.values()) > len(facts_cut)
     assert every_time.cuts == packet.cuts
     assert every_time.system_prompt == packet.system_prompt
+
+
+def test_thousands_of_facts_take_at_most_their_share_of_the_budget(talked, settings):
+    """Over budget, the facts block is cut first to CONTEXT_FACTS_MAX_SHARE of it: an author of
+    thousands of facts had the rolling summary, the session state and the retrieved units cut
+    for them, and the agent saw facts only."""
+    for n in range(400):
+        LegacyFactFactory(legacy=talked.legacy, user=talked.user,
+                          content=f"Rose kept a diary, page {n}, in {1900 + n}.")
+    settings.CONTEXT_TOKEN_BUDGET = 3000
+
+    packet = build_context(conversation=talked, now=NOW)
+    facts = packet.section("facts")
+    assert count_tokens(facts.render()) <= 1500 < count_tokens(facts.render()) + 30
+    assert packet.rolling_summary is not None
+    assert {cut["part"] for cut in packet.cuts} == {"facts"}
+    assert packet.total_tokens() <= 3000
+    # The oldest facts stay, as the cut order keeps them.
+    assert facts.rows[0].content.startswith("Rose kept bees")
