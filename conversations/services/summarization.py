@@ -473,13 +473,11 @@ def _budget_left(started: float) -> float:
     return settings.SUMMARIZATION_JOB_TIME_BUDGET_SECONDS - (time.monotonic() - started)
 
 
-def _wait_for_archive_lock(conversation: Conversation, *, started: float) -> bool:
-    """The conversation's archive lock, waited for while another worker holds it, at most
-    SUMMARIZATION_ORDER_WAIT_SECONDS and within the job's time budget."""
-    waited = time.monotonic()
+def _wait_for_archive_lock(conversation: Conversation, *, until: float) -> bool:
+    """The conversation's archive lock, tried again while another worker holds it, until the
+    monotonic time `until`."""
     while not _try_archive_lock(conversation):
-        if (time.monotonic() - waited >= settings.SUMMARIZATION_ORDER_WAIT_SECONDS
-                or _budget_left(started) <= 0):
+        if time.monotonic() >= until:
             return False
         time.sleep(0.2)
     return True
@@ -490,32 +488,43 @@ def _archive_said_earlier(*, conversation: Conversation, final: bool, started: f
     about the legacy in other conversations, earliest first: a batch's corrections are made to
     the facts filed before it (facts_for_correction), so "Sorry, it was 1962" in a new
     conversation corrects the fact just said in the last one even when the two jobs run at once
-    (before, the later batch often ran first and corrected an older fact instead). One being
-    archived by another worker is waited for (its archive lock, _wait_for_archive_lock); one
-    that fails, or is not free in time, is left to its own job. False when the job's time
-    budget ran out while earlier batches were archived (this conversation's work waits for the
-    next job)."""
+    (before, the later batch often ran first and corrected an older fact instead).
+
+    One being archived by another worker is waited for: all such waits together at most
+    SUMMARIZATION_ORDER_WAIT_SECONDS and half the job's time budget, so that the job always has
+    time for its own batch; past that, one is left to its own job. One whose archive fails is
+    recorded as failed (its backoff) and left; one with batches left after those said earlier
+    has its job queued (it skipped them while this job held its lock). False when the job's
+    time budget went on earlier batches (this conversation's work waits for the next job)."""
     if archive_range_due(conversation=conversation, final=final) is None:
         return True
     before = selectors.first_unarchived_said_at(conversation=conversation)
     if before is None:
         return True
+    until = time.monotonic() + min(settings.SUMMARIZATION_ORDER_WAIT_SECONDS,
+                                   max(_budget_left(started), 0) / 2)
     for earlier in selectors.archives_due_said_before(conversation=conversation, before=before):
-        if not _wait_for_archive_lock(earlier, started=started):
+        if not _wait_for_archive_lock(earlier, until=until):
             logger.info("Archiving %s before %s: busy elsewhere; going on", earlier.pk,
                         conversation.pk)
             continue
         try:
-            if not _archive_before(earlier, before=before, started=started):
-                return False
+            in_time = _archive_before(earlier, before=before, started=started)
+            left = archive_range_due(
+                conversation=earlier, final=earlier.status == Conversation.Status.SHUTDOWN_CLEAN)
         finally:
             _release_archive_lock(earlier)
+        if left is not None:
+            queue.enqueue_summarization(conversation_id=earlier.pk, respect_backoff=True)
+        if not in_time:
+            return False
     return True
 
 
 def _archive_before(conversation: Conversation, *, before: datetime, started: float) -> bool:
     """Archive the conversation's due batches whose first message was said before `before`,
-    holding its archive lock; False when the job's time budget ran out first."""
+    holding its archive lock; False when the job's time budget ran out first. A failure, of
+    any kind, is the conversation's (recorded for its backoff), not the job's."""
     final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
     while True:
         due = archive_range_due(conversation=conversation, final=final)
@@ -531,9 +540,9 @@ def _archive_before(conversation: Conversation, *, before: datetime, started: fl
             chunk = chunk_archive_range(conversation=conversation, start=due[0], end=due[1])
         except ConversationGone:
             return True
-        except (LLMError, EmbeddingError, DatabaseError) as exc:
+        except Exception as exc:  # noqa: BLE001 - another conversation's failure is its own
             logger.warning("Archiving messages %s-%s of %s failed; will retry: %s",
-                           due[0], due[1], conversation.pk, exc)
+                           due[0], due[1], conversation.pk, exc, exc_info=True)
             _archive_failed(conversation, exc)
             return True
         if chunk is None:
