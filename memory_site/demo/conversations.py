@@ -73,8 +73,11 @@ DEMO_CONVERSATIONS = {
 }
 
 
-def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
+def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy,
+         create: bool = True) -> list[str]:
     """A closed demo conversation of each demo member about the legacy; return lines to print.
+    Without `create` (a later run of seed_demo), only what the jobs made of those still there:
+    one the user deleted is not made again (its facts would be extracted again).
 
     Their rolling summaries, archived chunks and extracted facts are made by the jobs that the
     messages and the close enqueue after commit, as for any conversation (`make run`'s worker
@@ -85,6 +88,8 @@ def seed(*, users: dict[str, AbstractBaseUser], legacy: Legacy) -> list[str]:
         if user is None:
             continue
         conversation = Conversation.objects.filter(user=user, legacy=legacy, title=title).first()
+        if conversation is None and not create:
+            continue
         if conversation is None:
             conversation = services.conversation_create(user=user, legacy=legacy, title=title)
             for said, answer in turns:

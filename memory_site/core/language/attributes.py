@@ -163,7 +163,7 @@ def fact_attributes(content: str) -> dict[str, Attribute]:
 # A batch compares each of its facts with every known fact: each text is read once. As many
 # texts as facts.services.FACT_TEXT_CACHE_SIZE (an LRU smaller than a family's facts, read in
 # the same order every time, never hits).
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _attributes(content: str) -> tuple[tuple[str, Attribute], ...]:
     return tuple(_read_attributes(content).items())
 

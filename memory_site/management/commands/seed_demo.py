@@ -75,16 +75,16 @@ class Command(BaseCommand):
                         legacy=legacy, added_by=owner, username=username, role=role
                     )
             tokens = {name: Token.objects.get_or_create(user=u)[0].key for name, u in users.items()}
-            # Conversations first: facts and memories point at the demo conversations. Facts
-            # and memories once only: a run after the first (the README's `--print-token`)
-            # must not bring back one the user deleted, nor add again one they corrected.
-            report = []
-            for seed in (conversations_demo.seed,) if seeded else (
-                    conversations_demo.seed, facts_demo.seed, agent_memory_demo.seed):
-                report += seed(users=users, legacy=legacy)
+            # Conversations first: facts and memories point at the demo conversations. All of it
+            # once only: a run after the first (the README's `--print-token`) must not bring
+            # back what the user deleted, nor add again a fact they corrected.
+            report = conversations_demo.seed(users=users, legacy=legacy, create=not seeded)
             if seeded:
-                report.append("Facts and memories: seeded by an earlier run; nothing was "
-                              "added (what was deleted or corrected since stays so).")
+                report.append("Conversations, facts and memories: seeded by an earlier run; "
+                              "nothing was added (what was deleted or corrected since stays so).")
+            else:
+                for seed in (facts_demo.seed, agent_memory_demo.seed):
+                    report += seed(users=users, legacy=legacy)
 
         if options.get("print_token"):
             if options["print_token"] not in tokens:
