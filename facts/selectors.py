@@ -267,14 +267,18 @@ def fact_for_user(*, user: AbstractBaseUser, fact_id: object) -> LegacyFact:
 _FACT_FIELDS = ("id", "legacy_id", "user_id", "category", "content", "visibility")
 
 
-def _fact(values: list[Any], username: str) -> LegacyFact:
+def _fact(values: list[Any], username: str, authors: dict[int, Any]) -> LegacyFact:
     """A fact from a row [id, legacy_id, user_id, category, content, visibility] of plain SQL
-    (the prompt's columns; the others load on access), with its author."""
+    (the prompt's columns; the others load on access), with its author: one instance per
+    author in `authors` (a family of 1,000 facts has a few authors)."""
     values = [UUID(values[0]), UUID(values[1]), *values[2:]]
     fact = LegacyFact.from_db(connection.alias, _FACT_FIELDS, values)
-    fact.user = get_user_model().from_db(
-        connection.alias, ("id", get_user_model().USERNAME_FIELD), (values[2], username)
-    )
+    author = authors.get(values[2])
+    if author is None:
+        user_model = get_user_model()
+        author = authors[values[2]] = user_model.from_db(
+            connection.alias, ("id", user_model.USERNAME_FIELD), (values[2], username))
+    fact.user = author
     return fact
 
 
@@ -324,9 +328,9 @@ def facts_visible_sql() -> str:
 def facts_from_json(rows: list[list[Any]]) -> list[LegacyFact]:
     """The facts of facts_visible_sql's value, in its order, each with its author and
     `disputed`: another member's fact the reader may see states another value."""
-    facts = []
+    facts, authors = [], {}
     for row in rows:
-        fact = _fact(row[:6], row[6])
+        fact = _fact(row[:6], row[6], authors)
         fact.disputed = bool(row[7])
         facts.append(fact)
     return facts
