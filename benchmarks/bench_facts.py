@@ -18,7 +18,6 @@ packet's `disputed` marks read every conflict once a fact: docs/benchmarks.md, "
 import argparse
 import os
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,24 +29,10 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 for _name in ("THROTTLE_RATE_USER", "THROTTLE_RATE_TURN", "THROTTLE_RATE_ANON"):
     os.environ.setdefault(_name, "")
 
+from benchmarks.bench_context import _percentiles, _urlpatterns  # noqa: E402 - after sys.path
+
 THINGS = ["harmonica", "garden", "lake house", "kitchen", "choir", "farm", "workshop", "car"]
 WARMUP_ROUNDS = 3
-
-
-def _urlpatterns():
-    from django.urls import path
-    from rest_framework.response import Response
-    from rest_framework.views import APIView
-
-    from memory_site.urls import urlpatterns
-
-    class BareApi(APIView):
-        """Authenticated, touches nothing: the floor every endpoint pays."""
-
-        def get(self, request):
-            return Response({"ok": True})
-
-    return [path("bench/bare", BareApi.as_view()), *urlpatterns]
 
 
 urlpatterns: list = []
@@ -91,11 +76,6 @@ def fill(size: int, *, seed: int = 5) -> dict:
                        content=f"Tell me about the {rng.choice(THINGS)}.")
     return {"size": size, "token": Token.objects.create(user=caller).key,
             "legacy": str(legacy.pk), "conversation": str(conversation.pk)}
-
-
-def _percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[round(0.95 * (len(ordered) - 1))]
 
 
 def measure(scope: dict, *, repeats: int) -> dict[str, tuple[float, float]]:
