@@ -428,18 +428,20 @@ def first_unarchived_said_at(*, conversation: Conversation) -> datetime | None:
             .values_list("created_at", flat=True).first())
 
 
-def archives_due_said_before(*, conversation: Conversation, before: datetime) -> list[Conversation]:
-    """The same user's other conversations about the same legacy whose archive is due now and
-    whose first unarchived message was said before `before`, earliest first (`archive_from`:
-    that message's sequence): what an archive batch of `conversation` said at `before` should
-    find filed first."""
+def unarchived_said_before(*, conversation: Conversation, before: datetime) -> list[Conversation]:
+    """The same user's other conversations about the same legacy with messages not archived
+    yet, the first of them said before `before`, earliest first — due or not (an open
+    conversation below the threshold too), and not backing off after failures: what an archive
+    batch of `conversation` said at `before` should find filed first."""
     said = Message.objects.filter(conversation=OuterRef("pk"), sequence=OuterRef("archived_end"))
+    now = timezone.now()
     return list(
         _with_retry_times(Conversation.objects.filter(
             user_id=conversation.user_id, legacy_id=conversation.legacy_id,
         ).exclude(pk=conversation.pk))
         .annotate(archived_end=_archived_end())
-        .filter(_archive_due(timezone.now()))
+        .filter(Q(message_count__gt=F("archived_end")),
+                Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
         .annotate(first_said=Subquery(said.values("created_at")[:1]))
         .filter(first_said__lt=before)
         .select_related("legacy", "user")

@@ -484,11 +484,13 @@ def _wait_for_archive_lock(conversation: Conversation, *, until: float) -> bool:
 
 
 def _archive_said_earlier(*, conversation: Conversation, final: bool, started: float) -> bool:
-    """Before a batch of `conversation` is archived, the batches due that its user said earlier
-    about the legacy in other conversations, earliest first: a batch's corrections are made to
-    the facts filed before it (facts_for_correction), so "Sorry, it was 1962" in a new
-    conversation corrects the fact just said in the last one even when the two jobs run at once
-    (before, the later batch often ran first and corrected an older fact instead).
+    """Before a batch of `conversation` is archived, what its user said earlier about the
+    legacy in other conversations and is not archived yet, earliest first (due or not: an open
+    conversation's tail too): a batch's corrections are made to the facts filed before it
+    (facts_for_correction), so "Sorry, it was 1962" in a new conversation corrects the fact
+    just said in the last one even when the two jobs run at once, or the last one is still
+    open (before, the later batch often ran first and corrected an older fact instead, or
+    nothing, and the fact said first was filed afterwards and stood).
 
     One being archived by another worker is waited for: all such waits together at most
     SUMMARIZATION_ORDER_WAIT_SECONDS and half the job's time budget, so that the job always has
@@ -503,7 +505,7 @@ def _archive_said_earlier(*, conversation: Conversation, final: bool, started: f
         return True
     until = time.monotonic() + min(settings.SUMMARIZATION_ORDER_WAIT_SECONDS,
                                    max(_budget_left(started), 0) / 2)
-    for earlier in selectors.archives_due_said_before(conversation=conversation, before=before):
+    for earlier in selectors.unarchived_said_before(conversation=conversation, before=before):
         if not _wait_for_archive_lock(earlier, until=until):
             logger.info("Archiving %s before %s: busy elsewhere; going on", earlier.pk,
                         conversation.pk)
@@ -522,12 +524,13 @@ def _archive_said_earlier(*, conversation: Conversation, final: bool, started: f
 
 
 def _archive_before(conversation: Conversation, *, before: datetime, started: float) -> bool:
-    """Archive the conversation's due batches whose first message was said before `before`,
-    holding its archive lock; False when the job's time budget ran out first. A failure, of
-    any kind, is the conversation's (recorded for its backoff), not the job's."""
-    final = conversation.status == Conversation.Status.SHUTDOWN_CLEAN
+    """Archive the conversation's batches whose first message was said before `before`,
+    holding its archive lock, due or not: an open conversation's tail below the threshold too
+    (a shorter batch, as a closed conversation's last), since the later batch may correct what
+    it says. False when the job's time budget ran out first. A failure, of any kind, is the
+    conversation's (recorded for its backoff), not the job's."""
     while True:
-        due = archive_range_due(conversation=conversation, final=final)
+        due = archive_range_due(conversation=conversation, final=True)
         if due is None:
             return True
         said = (Message.objects.filter(conversation=conversation, sequence=due[0])

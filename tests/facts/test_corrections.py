@@ -399,6 +399,30 @@ def test_a_later_conversation_s_job_archives_the_earlier_one_first(family, caplo
     assert summarization.conversation_catch_up(conversation=first).chunks == []
 
 
+def test_an_earlier_open_conversation_s_tail_is_archived_first(family):
+    """The statement is in a conversation still open, below the archive threshold; the
+    correction in another, closed: the correction's batch archived the statement's tail first.
+    Before, it corrected nothing, and the statement, filed later (when its conversation was
+    closed, or idle for an hour), stood (found by a live check of the ordering; imported
+    conversations are left open too)."""
+    first = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(first, [("user", "Rose retired in 1990 from the mill.")])
+    second = ConversationFactory(legacy=family.legacy, user=family.owner)
+    bulk_import(second, [("user", "Sorry, I got that wrong: she retired in 1991.")],
+                status="shutdown_clean")
+
+    summarization.conversation_catch_up(conversation=second)
+
+    assert [(c.message_range_start, c.message_range_end) for c in first.chunks.all()] == [
+        (0, 1)]
+    assert current_contents(family.legacy, family.owner) == [
+        "Rose retired in 1991 from the mill."]
+    # The open conversation goes on: what is said next is archived as usual.
+    bulk_import(first, [("user", "Rose kept bees.")], status="shutdown_clean")
+    assert [(c.message_range_start, c.message_range_end)
+            for c in summarization.conversation_catch_up(conversation=first).chunks] == [(1, 2)]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_earlier_conversations_archived_elsewhere_are_waited_for_a_bounded_time(
         family, settings):
