@@ -313,6 +313,21 @@ def test_a_fragment_in_a_later_batch_corrects_the_closest_known_value():
         ("Rose was born in 1930.", "f1")]
 
 
+def test_a_fragment_whose_value_a_known_fact_states_already_corrects_nothing():
+    """"Sorry, it was 1962" said again after the correction was made: nothing says which fact,
+    and one states 1962 already. Before, the closest other year was corrected: the family's
+    shared "married … in June 1955" became 1962 (found by a live check of the README)."""
+    known = ("Rose married Harold in 1962 at St. Mary's.",
+             "Rose married Henry Whitfield in June 1955 at the little church.")
+    assert corrected("Sorry, I got that wrong: it was 1962.", known=known) == []
+    # Which fact is said (the value taken back, or the agent's question): it is corrected.
+    assert corrected("Sorry, it was 1962, not 1955.", known=known) == [
+        ("Rose married Henry Whitfield in June 1962 at the little church.", "f2")]
+    assert corrected(("assistant", "When did Rose marry Henry Whitfield?"),
+                     "Sorry, it was 1962.", known=known) == [
+        ("Rose married Henry Whitfield in June 1962 at the little church.", "f2")]
+
+
 def test_a_restated_attribute_supersedes_without_a_marker_but_a_second_job_does_not():
     assert corrected("Rose married in 1962.", known=("Rose married in 1961.",)) == [
         ("Rose married in 1962.", "f1")]

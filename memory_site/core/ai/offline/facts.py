@@ -1065,14 +1065,34 @@ class _KnownFacts:
                 return fact.ref, corrected
         return None
 
+    def _candidates(self, kind: str, new: str, old: str | None
+                    ) -> tuple[list[tuple[KnownFact, str]], bool]:
+        """The known facts a fragment stating `new` (of `kind`) may correct, each with the value
+        it would replace (`old` only, when given), and whether one states `new` already."""
+        candidates: list[tuple[KnownFact, str]] = []
+        stated = False
+        for fact in self.known:
+            if kind == "proper":
+                targets = [t for t in _values(fact.content)["proper"] if t != self.display]
+            else:
+                targets = _values(fact.content)[kind]
+            stated = stated or new in targets
+            if old:
+                targets = [t for t in targets if t == old]
+            targets = [t for t in targets if t != new]
+            if targets:
+                candidates.append((fact, targets[-1]))
+        return candidates, stated
+
     def fragment(self, body: str, *, before: str | None, before_is_users: bool,
-                 names: set[str]) -> ExtractedFact | None:
+                 names: set[str], sentence: str | None = None) -> ExtractedFact | None:
         """"Sorry, it was 1962" in a later batch: the known fact it corrects, with the value
         replaced. Which fact: the one holding the value taken back ("…, not 1961"); else the
         one sharing words with the sentence before ("When did she marry?"); else, when nothing
         came before in the batch or the agent spoke last, the first known fact with a value of
         that kind (the most relevant, then most recent). A user's own unrelated sentence
-        before it, or no value of that kind, corrects nothing (precision first)."""
+        before it, no value of that kind, or (with nothing saying which fact) a known fact that
+        states the new value already, corrects nothing (precision first)."""
         taken_back = _taken_back(body)
         old = taken_back[0] if taken_back else None
         said = _fragment_value(taken_back[1] if taken_back else body)
@@ -1081,17 +1101,13 @@ class _KnownFacts:
         kind, new = said
         if old:
             old = _full_year(old, new)
-        candidates: list[tuple[KnownFact, str]] = []
-        for fact in self.known:
-            if kind == "proper":
-                targets = [t for t in _values(fact.content)["proper"] if t != self.display]
-            else:
-                targets = _values(fact.content)[kind]
-            if old:
-                targets = [t for t in targets if t == old]
-            targets = [t for t in targets if t != new]
-            if targets:
-                candidates.append((fact, targets[-1]))
+        elif sentence and (after := _taken_back(sentence)) is not None:
+            # Taken back after the fragment, in its sentence ("it was 1962, not 1955"): the
+            # fact holding it, when one does (an exact value only: "Sundays" is no "Sunday").
+            old = _full_year(after[0], new)
+            if not self._candidates(kind, new, old)[0]:
+                old = None
+        candidates, stated = self._candidates(kind, new, old)
         if not candidates:
             return None
         context = _context_words(before, names)
@@ -1100,6 +1116,11 @@ class _KnownFacts:
             chosen = candidates[0]
         elif context and max(overlaps) > 0:
             chosen = candidates[overlaps.index(max(overlaps))]
+        elif stated:
+            # Nothing says which fact, and one states the value already: the correction was
+            # made before ("Sorry, it was 1962" said again), not of another fact's value (it
+            # changed the family's shared "married in June 1955" to 1962).
+            return None
         elif before is None or not before_is_users or not _context_words(before, names):
             # The closest value: a year is corrected to a near one far more often than to one
             # of another decade ("1962" for "married in 1961", not for "born in 1931").
@@ -1238,7 +1259,8 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 # one just said; what follows is a statement of its own (Round 5).
                 fragment = body.strip()[: len(body.strip()) - len(rest[0])].rstrip(" ,;:—–")
                 _correct_with_fragment(facts, known, fragment, before=before,
-                                       before_is_users=before_is_users, names=names)
+                                       before_is_users=before_is_users, names=names,
+                                       sentence=body.strip())
                 if re.search(rf"\b{re.escape(head[1])}\b", rest[0], re.IGNORECASE):
                     # "…, he always said 34 and a half": why the value holds, not a fact.
                     continue
@@ -1360,13 +1382,15 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
 
 
 def _correct_with_fragment(facts: _BatchFacts, known: _KnownFacts, fragment: str, *,
-                           before: str | None, before_is_users: bool, names: set[str]) -> None:
+                           before: str | None, before_is_users: bool, names: set[str],
+                           sentence: str | None = None) -> None:
     """A fragment correction ("it was 1962", "14"): the value in the batch's latest fact that
-    has one of its kind, else in the known fact it corrects (_KnownFacts.fragment)."""
+    has one of its kind, else in the known fact it corrects (_KnownFacts.fragment). `sentence`:
+    the whole sentence, when the fragment is its head."""
     if facts.facts and _apply_correction(facts, fragment):
         return
     corrected = known.fragment(fragment, before=before, before_is_users=before_is_users,
-                               names=names)
+                               names=names, sentence=sentence)
     if corrected is not None and corrected.content not in facts:
         facts.put(corrected)
 
