@@ -8,7 +8,6 @@ an exception. Called from an agent turn (with the turn's words), a write is firs
 agent_memory.write_rule and held back (`not_confirmed`) when the user did not ask for it.
 """
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -20,8 +19,8 @@ from agent_memory import selectors, services
 from agent_memory.models import AgentMemory, ChangeOrigin
 from agent_memory.serializers import MemoryDocumentSerializer
 from agent_memory.write_rule import TurnWords, write_decision
+from memory_site.core.ai.base import tool_arguments
 from memory_site.core.errors import NotFound
-from memory_site.core.text import has_lone_surrogate
 
 ADD_TO_MEMORY = "add_to_memory"
 UPDATE_MEMORY = "update_memory"
@@ -176,19 +175,6 @@ def _invalid(errors: dict[str, list[str]]) -> dict:
 
 def _ok(name: str, result: dict) -> dict:
     return {"ok": True, "tool": name, "result": result}
-
-
-def _parse_arguments(arguments: object) -> dict | None:
-    """The arguments as an object, or None when they are not one: not JSON, nested deeper than
-    the decoder follows, or holding half of a surrogate pair (memory_site.core.parsers)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):
-            return None
-        if has_lone_surrogate(arguments):
-            return None
-    return arguments if isinstance(arguments, dict) else None
 
 
 def _schema_errors(parameters: dict, arguments: dict, required: tuple | list) -> dict:
@@ -362,7 +348,7 @@ def tool_execute(
         return _error(
             "unknown_tool", f"Unknown tool {name!r}; available: {', '.join(SYSTEM_TOOL_NAMES)}."
         )
-    parsed = _parse_arguments(arguments if arguments is not None else {})
+    parsed = tool_arguments(arguments if arguments is not None else {})
     if parsed is None:
         return _invalid({"arguments": ["Must be a JSON object."]})
     parameters = definition["function"]["parameters"]

@@ -1,8 +1,11 @@
 """The provider interfaces and the value types that cross them."""
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from memory_site.core.text import has_lone_surrogate
 
 FACT_CATEGORIES = (
     "personality",
@@ -69,6 +72,20 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # JSON text, as OpenAI function calling sends it
+
+
+def tool_arguments(arguments: object) -> dict | None:
+    """A tool call's arguments as an object (sent as one, or as OpenAI's JSON text), or None
+    when they are not one: not JSON, nested deeper than the decoder follows, or holding half of
+    a surrogate pair (memory_site.core.parsers)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return None
+        if has_lone_surrogate(arguments):
+            return None
+    return arguments if isinstance(arguments, dict) else None
 
 
 @dataclass(frozen=True)

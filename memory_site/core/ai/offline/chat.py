@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from memory_site.core.ai.base import ChatReply, ToolCall
+from memory_site.core.ai.base import ChatReply, ToolCall, tool_arguments
 from memory_site.core.language.words import AFFIRMATIVE
 from memory_site.core.text import quotable
 
@@ -197,13 +197,8 @@ def _deletions(messages: list[dict[str, Any]]) -> bool:
 
 def _operation(call: dict[str, Any]) -> object:
     """A tool call's `operation` argument (its arguments as sent: JSON text or an object)."""
-    arguments = (call.get("function") or {}).get("arguments") or {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return None
-    return arguments.get("operation") if isinstance(arguments, dict) else None
+    arguments = tool_arguments((call.get("function") or {}).get("arguments") or {})
+    return None if arguments is None else arguments.get("operation")
 
 
 def _after_tools(tool_results: list[dict[str, Any]], deleting: bool = False) -> str:
