@@ -410,7 +410,12 @@ def _archive_due(now: datetime) -> Q:
     return (
         Q(message_count__gt=F("archived_end") + settings.SUMMARIZATION_THRESHOLD)
         | Q(status=Conversation.Status.SHUTDOWN_CLEAN, message_count__gt=F("archived_end"))
-    ) & (Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
+    ) & _archive_not_backing_off(now)
+
+
+def _archive_not_backing_off(now: datetime) -> Q:
+    """No archive failure in a row, or its backoff over (_with_retry_times' annotation)."""
+    return Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now)
 
 
 def _archived_end() -> Coalesce:
@@ -421,10 +426,9 @@ def _archived_end() -> Coalesce:
     )
 
 
-def first_unarchived_said_at(*, conversation: Conversation) -> datetime | None:
-    """When the first message not archived yet was said; None when every message is."""
-    return (Message.objects.filter(conversation=conversation,
-                                   sequence=last_summarized_end(conversation=conversation))
+def message_said_at(*, conversation: Conversation, sequence: int) -> datetime | None:
+    """When the conversation's message of this sequence was said; None without one."""
+    return (Message.objects.filter(conversation=conversation, sequence=sequence)
             .values_list("created_at", flat=True).first())
 
 
@@ -434,14 +438,12 @@ def unarchived_said_before(*, conversation: Conversation, before: datetime) -> l
     conversation below the threshold too), and not backing off after failures: what an archive
     batch of `conversation` said at `before` should find filed first."""
     said = Message.objects.filter(conversation=OuterRef("pk"), sequence=OuterRef("archived_end"))
-    now = timezone.now()
     return list(
         _with_retry_times(Conversation.objects.filter(
             user_id=conversation.user_id, legacy_id=conversation.legacy_id,
         ).exclude(pk=conversation.pk))
         .annotate(archived_end=_archived_end())
-        .filter(Q(message_count__gt=F("archived_end")),
-                Q(archive_retry_at__isnull=True) | Q(archive_retry_at__lte=now))
+        .filter(_archive_not_backing_off(timezone.now()), message_count__gt=F("archived_end"))
         .annotate(first_said=Subquery(said.values("created_at")[:1]))
         .filter(first_said__lt=before)
         .select_related("legacy", "user")

@@ -507,7 +507,17 @@ def _written_number(words: list[str]) -> int:
     return total + current
 
 
-@lru_cache(maxsize=16384)  # FACT_TEXT_CACHE_SIZE, below
+# Each write compares a fact with every current fact of its author (and _record_conflicts with
+# every other member's), always in the same order: a cache smaller than the facts is thrown
+# out entry by entry before any is used again (at 8,192, an author of 8,500 facts had no hit
+# at all, and a fact's check went from 16 to 160 ms). This many texts compare from cache; past
+# it, every comparison reads the texts again. A text's words take a few kB (about 7.5 kB for
+# 500 characters), so up to about 120 MB a process with facts of the longest kind, 20 MB with
+# usual ones.
+FACT_TEXT_CACHE_SIZE = 16384
+
+
+@lru_cache(maxsize=FACT_TEXT_CACHE_SIZE)
 def fact_values(content: str) -> frozenset[str]:
     """The numbers, years and months a fact states, however written: "1955" and "nineteen
     fifty-five" are one value, "her first job" states 1, "3rd" and "three" are 3. Cached by
@@ -565,16 +575,6 @@ def fact_find_duplicate(
         ):
             return LegacyFact.objects.get(pk=pk)
     return None
-
-
-# Each write compares a fact with every current fact of its author (and _record_conflicts with
-# every other member's), always in the same order: a cache smaller than the facts is thrown
-# out entry by entry before any is used again (at 8,192, an author of 8,500 facts had no hit
-# at all, and a fact's check went from 16 to 160 ms). This many texts compare from cache; past
-# it, every comparison reads the texts again. A text's words take a few kB (about 7.5 kB for
-# 500 characters), so up to about 120 MB a process with facts of the longest kind, 20 MB with
-# usual ones.
-FACT_TEXT_CACHE_SIZE = 16384
 
 
 @lru_cache(maxsize=FACT_TEXT_CACHE_SIZE)

@@ -498,9 +498,8 @@ def _archive_said_earlier(*, conversation: Conversation, final: bool, started: f
     recorded as failed (its backoff) and left; one with batches left after those said earlier
     has its job queued (it skipped them while this job held its lock). False when the job's
     time budget went on earlier batches (this conversation's work waits for the next job)."""
-    if archive_range_due(conversation=conversation, final=final) is None:
-        return True
-    before = selectors.first_unarchived_said_at(conversation=conversation)
+    due = archive_range_due(conversation=conversation, final=final)
+    before = due and selectors.message_said_at(conversation=conversation, sequence=due[0])
     if before is None:
         return True
     until = time.monotonic() + min(settings.SUMMARIZATION_ORDER_WAIT_SECONDS,
@@ -533,8 +532,7 @@ def _archive_before(conversation: Conversation, *, before: datetime, started: fl
         due = archive_range_due(conversation=conversation, final=True)
         if due is None:
             return True
-        said = (Message.objects.filter(conversation=conversation, sequence=due[0])
-                .values_list("created_at", flat=True).first())
+        said = selectors.message_said_at(conversation=conversation, sequence=due[0])
         if said is None or said >= before:
             return True
         if _budget_left(started) <= 0:
