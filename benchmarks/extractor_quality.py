@@ -140,7 +140,7 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
     current at its end (ExtractedFact objects), applying supersedes as the product does."""
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.core.ai.base import KnownFact, TranscriptLine
-    from memory_site.core.language.kinship import kinship_aliases
+    from memory_site.core.language.kinship import KinshipReader
     from memory_site.core.language.names import short_forms
     from memory_site.core.language.sentences import display_name
 
@@ -156,13 +156,15 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
         for end in [*session.get("batches", []), len(lines)]:
             # As the pipeline does: the kinship words that mean the person, from all the user
             # said in this conversation up to the batch's end.
-            kin = kinship_aliases([line.content for line in lines[:end] if line.role == "user"],
-                                  conversation["legacy_name"], names)
+            reader = KinshipReader(conversation["legacy_name"], names)
+            reader.read([line.content for line in lines[:end] if line.role == "user"])
             known = [KnownFact(ref=f"f{i + 1}", content=fact.content)
                      for i, fact in enumerate(current)]
             result = provider.summarize_and_extract(
                 messages=lines[start:end], legacy_name=conversation["legacy_name"],
-                aliases=[*names, *kin], known_facts=known,
+                aliases=list(dict.fromkeys([*names, *reader.called_names(),
+                                            *reader.aliases()])),
+                known_facts=known, called=reader.called,
             )
             report.batches += 1
             current = apply_extraction(current, known, result.facts, report,

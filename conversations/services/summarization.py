@@ -67,11 +67,22 @@ _KINSHIP_READINGS_LOCK = threading.Lock()
 KINSHIP_READINGS_KEPT = 64
 
 
-def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
+@dataclass(frozen=True)
+class ConversationNames:
+    """What the legacy is called in a conversation so far (conversation_names)."""
+
+    aliases: list[str]
+    # The name the family calls them by, once a message said it ("everyone called her
+    # freda": Freda); facts are written with it.
+    called: str | None
+
+
+def conversation_names(*, conversation: Conversation, end: int) -> ConversationNames:
     """What the legacy is called in messages before `end`: their first name and nickname,
-    and the kinship words the user tied to them in ALL their messages so far (rules in
+    the kinship words the user tied to them in ALL their messages so far (rules in
     docs/quality.md), so a batch that only says "Mom" knows Mom is Rose when an earlier
-    batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad.
+    batch said "my mom, Rose", and "Dad" in a conversation about Rose stays Dad; and the name
+    the family said they call them by ("everyone called her freda"), an alias too.
 
     A catch-up asks once per batch with a growing `end`, and a long import is archived by
     one job after another, so the reading so far is kept in this process by conversation
@@ -90,12 +101,12 @@ def conversation_aliases(*, conversation: Conversation, end: int) -> list[str]:
     reader.read(Message.objects.filter(
         conversation=conversation, role=Message.Role.USER, sequence__gte=read_to, sequence__lt=end
     ).order_by("sequence").values_list("content", flat=True))
-    aliases = [*names, *reader.aliases()]
+    aliases = list(dict.fromkeys([*names, *reader.called_names(), *reader.aliases()]))
     with _KINSHIP_READINGS_LOCK:
         _KINSHIP_READINGS[conversation.pk] = (reader, end)
         while len(_KINSHIP_READINGS) > KINSHIP_READINGS_KEPT:
             _KINSHIP_READINGS.popitem(last=False)
-    return aliases
+    return ConversationNames(aliases=aliases, called=reader.called)
 
 
 def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:
@@ -316,9 +327,9 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
         limit=settings.FACT_CORRECTION_KNOWN_FACTS,
     )
     known_by_ref = {f"f{i}": fact for i, fact in enumerate(known, 1)}
+    names = conversation_names(conversation=conversation, end=end)
     extraction = get_llm().summarize_and_extract(
-        messages=lines, legacy_name=legacy.name,
-        aliases=conversation_aliases(conversation=conversation, end=end),
+        messages=lines, legacy_name=legacy.name, aliases=names.aliases, called=names.called,
         known_facts=[KnownFact(ref=ref, content=fact.content) for ref, fact in known_by_ref.items()],
     )
     # The chunk's vector as every stored vector is made (long texts in parts; EmbeddingError

@@ -135,7 +135,7 @@ def test_the_aliases_of_every_batch_of_2000_messages_take_well_under_two_seconds
     conversation = _conversation_of(family, said)
     started = time.perf_counter()
     for end in range(20, 2001, 20):
-        aliases = summarization.conversation_aliases(conversation=conversation, end=end)
+        aliases = summarization.conversation_names(conversation=conversation, end=end).aliases
     assert time.perf_counter() - started < 2
     assert aliases == ["Rose", "Mom"] == ["Rose", *kinship_aliases(said, ROSE, ["Rose"])]
 
@@ -151,10 +151,10 @@ def test_reading_on_from_the_last_batch_gives_what_reading_from_the_start_gives(
         "Grandma, Rose, taught me to knit.",  # Grandma is Rose
     ])
     ends = [2, 4, 6, 8, 10, 12, 4, 12]  # in order, then an earlier end (a retried batch)
-    shared = [summarization.conversation_aliases(conversation=conversation, end=end)
+    shared = [summarization.conversation_names(conversation=conversation, end=end).aliases
               for end in ends]
-    fresh = [summarization.conversation_aliases(
-        conversation=type(conversation).objects.get(pk=conversation.pk), end=end)
+    fresh = [summarization.conversation_names(
+        conversation=type(conversation).objects.get(pk=conversation.pk), end=end).aliases
         for end in ends]
     assert shared == fresh == [
         ["Rose", "Mom"], ["Rose", "Mom"], ["Rose"], ["Rose", "Mom"], ["Rose"], ["Rose", "Grandma"],

@@ -48,7 +48,7 @@ def test_an_earlier_link_resolves_a_later_mom_batch_and_dad_stays_dad(family, ba
         (0, "Rose was a nurse in Dayton."),
         (4, "Rose grew peonies by the back door."),
     ]
-    assert summarization.conversation_aliases(conversation=conversation, end=4) == ["Rose", "Mom"]
+    assert summarization.conversation_names(conversation=conversation, end=4).aliases == ["Rose", "Mom"]
 
 
 def test_without_a_link_mom_and_dad_give_no_fact_about_rose(family, batches_of_four):
@@ -62,7 +62,7 @@ def test_without_a_link_mom_and_dad_give_no_fact_about_rose(family, batches_of_f
     result = summarization.conversation_catch_up(conversation=conversation)
     assert len(result.chunks) == 2
     assert facts_by_batch(family, conversation) == [(4, "Rose loved the lake in summer.")]
-    assert summarization.conversation_aliases(conversation=conversation, end=8) == ["Rose"]
+    assert summarization.conversation_names(conversation=conversation, end=8).aliases == ["Rose"]
 
 
 def test_a_batch_is_judged_on_what_the_user_said_up_to_its_end(family, batches_of_four):
@@ -75,8 +75,8 @@ def test_a_batch_is_judged_on_what_the_user_said_up_to_its_end(family, batches_o
         "Dad worked at the steel mill in Toledo.",
         "Mom loved the lake in summer.",
     )
-    assert summarization.conversation_aliases(conversation=conversation, end=4) == ["Rose", "Mom"]
-    assert summarization.conversation_aliases(conversation=conversation, end=8) == ["Rose"]
+    assert summarization.conversation_names(conversation=conversation, end=4).aliases == ["Rose", "Mom"]
+    assert summarization.conversation_names(conversation=conversation, end=8).aliases == ["Rose"]
     summarization.conversation_catch_up(conversation=conversation)
     assert facts_by_batch(family, conversation) == [
         (0, "Rose grew peonies by the back door."),
@@ -95,8 +95,8 @@ def test_once_the_user_calls_her_rose_dad_and_mom_are_not_rose(family, batches_o
         "Rose loved gardening.",
         "Dad worked at the steel mill for thirty years.",
     )
-    assert summarization.conversation_aliases(conversation=conversation, end=4) == ["Rose", "Mom"]
-    assert summarization.conversation_aliases(conversation=conversation, end=8) == ["Rose"]
+    assert summarization.conversation_names(conversation=conversation, end=4).aliases == ["Rose", "Mom"]
+    assert summarization.conversation_names(conversation=conversation, end=8).aliases == ["Rose"]
     summarization.conversation_catch_up(conversation=conversation)
     assert facts_by_batch(family, conversation) == [
         (0, "Rose grew peonies by the back door."),

@@ -31,7 +31,8 @@ class EchoProvider:
             (k.ref for k in known if k.content.split()[:3] == text.split()[:3]), None))
         self.calls = []
 
-    def summarize_and_extract(self, *, messages, legacy_name, aliases=(), known_facts=()):
+    def summarize_and_extract(self, *, messages, legacy_name, aliases=(), known_facts=(),
+                              called=None):
         self.calls.append(([m.content for m in messages], list(known_facts)))
         facts = []
         for message in messages:

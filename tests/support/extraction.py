@@ -5,7 +5,7 @@ with refs f1, f2, …"""
 from conversations.services.summarization import legacy_aliases
 from memory_site.core.ai import KnownFact, TranscriptLine
 from memory_site.core.ai.offline.facts import extract_facts
-from memory_site.core.language.kinship import kinship_aliases
+from memory_site.core.language.kinship import KinshipReader
 
 
 def lines(*said):
@@ -16,12 +16,16 @@ def lines(*said):
 
 
 def corrected(*said, name, known=()):
-    """(content, supersedes) of one batch, with the aliases the pipeline passes for `name`."""
+    """(content, supersedes) of one batch, with the aliases the pipeline passes for `name`
+    (conversations.services.summarization.conversation_names) and the name the family said
+    they call the person by."""
     names = legacy_aliases(name)
-    kin = kinship_aliases([line.content for line in lines(*said) if line.role == "user"],
-                          name, names)
-    facts = extract_facts(lines(*said), name, [*names, *kin],
-                          [KnownFact(ref=f"f{i}", content=c) for i, c in enumerate(known, 1)])
+    reader = KinshipReader(name, names)
+    reader.read([line.content for line in lines(*said) if line.role == "user"])
+    facts = extract_facts(lines(*said), name,
+                          list(dict.fromkeys([*names, *reader.called_names(), *reader.aliases()])),
+                          [KnownFact(ref=f"f{i}", content=c) for i, c in enumerate(known, 1)],
+                          called=reader.called)
     return [(f.content, f.supersedes) for f in facts]
 
 

@@ -115,11 +115,13 @@ class LLMProvider(Protocol):
         legacy_name: str,
         aliases: Sequence[str] = (),
         known_facts: Sequence[KnownFact] = (),
+        called: str | None = None,
     ) -> SummaryExtraction:
         """Seed 000: one call that summarises a batch and extracts facts about the legacy,
         who may also be called by any of `aliases` (first name, nickname). `known_facts` are
         the user's current facts about the legacy; a returned fact whose `supersedes` names one
-        of their refs replaces it."""
+        of their refs replaces it. `called`: the name the family said they call the person by
+        ("everyone called her Freda"), which the facts are written with."""
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         """One chat completion with function calling; `messages` are OpenAI chat messages."""

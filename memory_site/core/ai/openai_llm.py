@@ -36,7 +36,9 @@ Given the following conversation messages, produce:
 
 For each fact, provide:
 - category: one of [personality, hobby, relationship, milestone, occupation, preference, habit, other]
-- content: a short factual statement (one sentence)
+- content: a short factual statement (one sentence) about the person by name: the name after
+  "called by:" in the legacy_name block when it has one (what the family calls them), else
+  their first name
 - supersedes: when the fact corrects or replaces one of the user's known facts (listed in the
   known_facts block as [ref] text: "actually it was 1962", a different year, place or number
   for the same thing), that fact's ref, such as "f2"; otherwise null. Use only refs from the
@@ -92,9 +94,13 @@ def _fenced(text: str | None) -> str:
     return fence_line(text)
 
 
-def _name_block(legacy_name: str, aliases: Sequence[str] = ()) -> str:
+def _name_block(legacy_name: str, aliases: Sequence[str] = (),
+                called: str | None = None) -> str:
     known_as = f" (also called {', '.join(_fenced(a) for a in aliases)})" if aliases else ""
-    return fence_block(NAME_FENCE, [_fenced(legacy_name) + known_as])
+    lines = [_fenced(legacy_name) + known_as]
+    if called:
+        lines.append(f"called by: {_fenced(called)}")
+    return fence_block(NAME_FENCE, lines)
 
 
 def _known_facts(known_facts: Sequence[KnownFact]) -> str:
@@ -213,10 +219,12 @@ class OpenAILLM:
         legacy_name: str,
         aliases: Sequence[str] = (),
         known_facts: Sequence[KnownFact] = (),
+        called: str | None = None,
     ) -> SummaryExtraction:
         refs = frozenset(fact.ref for fact in known_facts)
         return self._json_call(
-            SUMMARIZE_AND_EXTRACT_PROMPT.format(name_block=_name_block(legacy_name, aliases),
+            SUMMARIZE_AND_EXTRACT_PROMPT.format(name_block=_name_block(legacy_name, aliases,
+                                                                       called),
                                                 data_rule=DATA_RULE),
             "The user's known facts about the person (the only refs `supersedes` may name):\n"
             f"{_known_facts(known_facts)}\n\n{_transcript(messages)}",

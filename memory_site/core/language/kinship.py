@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memory_site.core.language.names import read_legacy_name
+from memory_site.core.language.names import declared_name, read_legacy_name
 from memory_site.core.language.sentences import display_name
 from memory_site.core.language.words import (
     FAMILY_OF,
@@ -194,11 +194,16 @@ class KinshipReader:
         self._given = _given_families(legacy_name, aliases)
         self._uses = _KinUses()
         self._named = False
+        # The name the family calls the person by, the first time a message says it
+        # ("everyone called her freda": names.declared_name); facts are written with it.
+        self.called: str | None = None
 
     def read(self, user_texts: Iterable[str]) -> None:
         """Take in the user's next messages, in order."""
         for text in user_texts:
             self._uses.read(text, self._names)
+            if self.called is None and (found := declared_name(text, self._names)):
+                self.called = found.name
             self._named = (self._named or bool(self._name.search(text))
                            or bool(self._lower_name.search(text)))
 
@@ -216,6 +221,16 @@ class KinshipReader:
             families = candidates if len(candidates) == 1 else set()
         return [word for family, words in uses.words.items() if family in families
                 for word in words]
+
+    def called_names(self) -> list[str]:
+        """The name the family calls the person by and, when it opens with a kinship word or
+        an honorific ("Tante Gigi", "Aunty Moa"), the name after it: aliases the person is
+        recognised by. Empty until a message says it."""
+        if self.called is None:
+            return []
+        words = self.called.split()
+        return list(dict.fromkeys([self.called, *([words[-1]] if len(words) > 1
+                                                   and len(words[-1]) > 1 else [])]))
 
 
 def kinship_aliases(user_texts: Sequence[str], legacy_name: str,

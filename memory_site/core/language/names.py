@@ -160,3 +160,117 @@ def short_forms(first_names: Sequence[str]) -> list[str]:
             if variant.lower() not in given:
                 out.setdefault(variant)
     return list(out)
+
+
+# --- The name the family calls the person by ("everyone called her Freda") -------------------
+
+# Words a family puts before a name in what they call someone, beside the kinship words
+# ("Tante Gigi", "Oom Ricky", "Tete Ru", "Ong Noi", "Lola Ising").
+_NAME_PREFIXES = ("tante", "tanta", "oom", "tete", "ong", "ba", "tita", "tito", "lola", "lolo",
+                  "tia", "tio", "tía", "tío", "zia", "zio", "ciocia", "baba", "dida", "babcia",
+                  "dziadek", "bibi", "babu", "dadi", "nani", "amma", "appa", "ammachi", "ama",
+                  "mamie", "papi", "mami", "ouma", "oupa", "big",
+                  "lil", "little", "old", "auntie", "aunty")
+# Not names, though they follow "called her": "we called her every Sunday", "called him a
+# saint", "called him up", "everyone called her crazy".
+_NOT_CALLED = frozenset([
+    "a", "an", "the", "that", "this", "every", "each", "up", "back", "home", "out", "in", "on",
+    "at", "to", "about", "once", "twice", "again", "daily", "weekly", "often", "sometimes",
+    "always", "never", "all", "by", "from", "for", "with", "when", "after", "before", "later",
+    "yesterday", "today", "tonight", "tomorrow", "crazy", "mad", "nuts", "stubborn", "names",
+    "it", "him", "her", "them", "me", "us", "you", "and", "but", "so", "because", "cause",
+    "cuz", "bc", "just", "still", "too", "tho", "though", "lol", "haha", "that's", "thats",
+    "one", "as", "nothing", "anything", "something", "everything", "whatever", "sir", "madam",
+    "ma'am", "love", "darling", "dear", "honey", "babe", "sweetheart", "mate", "boss",
+])
+_NICK_WORD = r"[A-Za-z][A-Za-z'’-]*"
+_NICK_PREFIX = r"|".join(sorted({*FAMILY_OF, *_NAME_PREFIXES}, key=len, reverse=True))
+_NICK = rf"(?P<nick>(?:(?i:{_NICK_PREFIX})[ \t]+{_NICK_WORD}|{_NICK_WORD}))"
+_EVERYONE = (r"(?:every(?:one|body)|we(?:[ \t]+all)?|all[ \t]+of[ \t]+us|the[ \t]+(?:whole[ \t]+)?"
+             r"family|(?:most[ \t]+)?people|i)")
+_CALLED = r"(?:always[ \t]+|just[ \t]+)?(?:called|call|calls)"
+_DECLARATIONS = (
+    # "everyone called her freda", "we call her Tete Ru", "i called him pa G"
+    re.compile(rf"(?<![\w'’])(?i:{_EVERYONE}[ \t]+{_CALLED}[ \t]+(?:him|her))[ \t]+{_NICK}"),
+    # "we all said Fonso" (a capital: "we said yes" names nobody)
+    re.compile(r"(?<![\w'’])(?i:we(?:[ \t]+all)?[ \t]+(?:said|say))[ \t]+"
+               r"(?P<nick>[A-Z][A-Za-z'’-]+)(?![ \t]+(?:[a-z]))"),
+    # "dot to everyone", "mama lote to all us grandkids", "tammie tae everybody"
+    re.compile(rf"(?:^|[,;:.!(]|—|–)[ \t]*(?:just[ \t]+)?{_NICK}[ \t]+(?i:to|tae)[ \t]+"
+               rf"(?i:every(?:one|body)|all[ \t]+(?:of[ \t]+)?us|us[ \t]+all|all[ \t]+us"
+               rf"(?:[ \t]+\w+)?|us[ \t]+(?:grand)?kids|the[ \t]+(?:grand)?kids|the[ \t]+family)"
+               rf"(?![\w'’])"),
+    # "tante gigi we all called her", "oom ricky we say", "jojo i always called him"
+    re.compile(rf"(?:^|[,;:.!(]|—|–)[ \t]*{_NICK}[ \t]+(?i:we|i|every(?:one|body))[ \t]+"
+               rf"(?i:all[ \t]+|always[ \t]+)?(?i:called|call|say|said)(?:[ \t]+(?i:him|her))?"
+               rf"(?![\w'’])"),
+    # "nobody ever called him norman, it was nobby", "nobody called him cyril, he was snow"
+    re.compile(rf"(?i:no(?:body|[ \t]+one)[ \t]+(?:ever[ \t]+)?called[ \t]+(?:him|her)[ \t]+"
+               rf"[\w'’-]+,?[ \t]+(?:it|s?he)[ \t]+was)[ \t]+{_NICK}"),
+    # "she went by Peggy", "known as Nobby", "told me to call him Stan"
+    re.compile(rf"(?<![\w'’])(?i:known[ \t]+as|knew[ \t]+(?:him|her)[ \t]+as|went[ \t]+by|"
+               rf"goes[ \t]+by|nicknamed|"
+               rf"told[ \t]+(?:me|us)[ \t]+to[ \t]+call[ \t]+(?:him|her))[ \t]+{_NICK}"),
+)
+# The forms of _DECLARATIONS that open with the name ("dot to everyone").
+_NAME_FIRST = (2, 3)
+_NAME_IN_TEXT = re.compile(r"(?<![\w'’])[A-Z][a-z'’]+")
+
+
+@dataclass(frozen=True)
+class DeclaredName:
+    """What the family calls the person, as a message says it ("everyone called her freda"):
+    the name written as a name ("Freda") and where the saying is in the message."""
+
+    name: str
+    start: int
+    end: int
+
+
+def _as_name(nick: str) -> str:
+    return " ".join(w if any(c.isupper() for c in w) else w.capitalize() for w in nick.split())
+
+
+def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
+    """The name the family calls the person by, when `text` (a user's message) says it of
+    them: "my nan winifred, everyone called her freda tho", "my dad desmond, dessie to
+    everyone", "tante gigi we all called her", "we all said Fonso", "nobody called him
+    cyril, he was snow". The person is the one whose name (`names`, any case) the message
+    says before it, with no other capitalised name in between ("his brother is Kehinde, we
+    call him uncle kenny" is the brother). Not a name: a kinship word alone ("Appa we
+    called him"), a title ("everyone called her Mrs P"), a common word ("we called her every
+    Sunday"), or what a group calls them ("the kids called him mr t", "everyone in Othaya
+    called him Mwalimu"): only everyone, we or the user."""
+    own = tuple(n.strip() for n in names if n.strip())
+    if not own:
+        return None
+    said, own_words = _said_names(own)
+    for index, pattern in enumerate(_DECLARATIONS):
+        for match in pattern.finditer(text):
+            nick = match.group("nick").strip()
+            words = nick.split()
+            first = words[0].lower().removesuffix(".")
+            if (first in _NOT_CALLED or first in _TITLES or words[-1].lower() in _NOT_CALLED
+                    or (len(words) == 1 and (first in FAMILY_OF or first in _NAME_PREFIXES))
+                    or first == "as"):
+                continue
+            # The saying starts at the name in the forms that open with it ("dot to
+            # everyone"), after the comma before it.
+            start = match.start("nick") if index in _NAME_FIRST else match.start()
+            mentions = list(said.finditer(text, 0, start))
+            if not mentions and not said.search(text, match.end()):
+                continue
+            between = text[mentions[-1].end():start] if mentions else ""
+            if any(w not in NOT_NAMES and w.lower() not in own_words
+                   and w.lower() not in FAMILY_OF
+                   for w in _NAME_IN_TEXT.findall(between)):
+                continue
+            return DeclaredName(_as_name(nick), start, match.end())
+    return None
+
+
+@lru_cache(maxsize=256)
+def _said_names(names: tuple[str, ...]) -> tuple[re.Pattern[str], frozenset[str]]:
+    """The person's names anywhere in a text, in any case, and their words."""
+    return (re.compile(rf"(?<![\w'’])(?i:{'|'.join(re.escape(n) for n in names)})(?![\w'’])"),
+            frozenset(w.lower() for n in names for w in re.findall(r"[\w'’]+", n)))

@@ -16,6 +16,7 @@ from memory_site.core.language.attributes import (
     mobility_absolute,
 )
 from memory_site.core.language.kinship import LegacyReference, family_gender, legacy_for
+from memory_site.core.language.names import declared_name
 from memory_site.core.language.sentences import display_name, is_question, split_sentences
 from memory_site.core.language.words import (
     FAMILY_OF,
@@ -48,7 +49,10 @@ _HEDGE = re.compile(
     # singer", "always wanted to see Rome").
     r"(?:would|could|should|might|must)\s+of|(?:would|\w+['’]d)\s+be\s+\d+|"
     r"had\s+(?:she|he)\s+(?:lived|survived)|wanted\s+to|hoped\s+to|planned\s+to|"
-    r"dream(?:ed|t)\s+of)\b"
+    r"dream(?:ed|t)\s+of|"
+    # Round 6: a promise reported, not a fact ("always said he would take me on a voyage").
+    r"(?:said|promised|swore)\s+(?:s?he|they)\s*(?:would|['’]d|was\s+going\s+to|was\s+gonna)"
+    r")\b"
     # "she'd have been", "he'd of loved", "she'd've": "'d have" before a past participle is
     # "would have" ("he'd have a schooner every friday" is a habit).
     r"|(?<=\w)['’]d\s+(?:have|of)\s+(?:been|[a-z]+(?:ed|en|wn|ne|ght|nt|lt|ung|ank))\b"
@@ -269,10 +273,42 @@ def _split_new_subjects(sentence: str, others: re.Pattern[str] | None = None) ->
     return [part for part in parts if part]
 
 
+# Round 6: an answer that leaves out its subject ("What did he do?" — "trapped in the winters up
+# the Eagle River"; "born in Cartwright Labrador 1936, died in Goose Bay last fall"), by the
+# verbs a life story is told with. Its subject is the person the agent asked about
+# (extract_facts); "born", "raised" and "married to" take a "was".
+_SUBJECTLESS_VERBS = (
+    r"born|raised|died|passed\s+away|passed|married|grew\s+up|worked|started|retired|moved|"
+    r"lived|loved|hated|liked|trapped|fished|farmed|built|ran|played|served|joined|taught|"
+    r"emigrated|came\s+over|came|left|spent|drove|sang|cooked|baked|smoked|kept|owned|never|"
+    r"always|used\s+to|went|trained|studied|volunteered|sewed|knitted|painted|wrote|"
+    r"collected|won|fostered|adopted|survived|immigrated"
+)
+_SUBJECTLESS = re.compile(rf"^(?:{_SUBJECTLESS_VERBS})\b(?!['’])", re.IGNORECASE)
+_TAKES_WAS = re.compile(r"^(?:born|raised|married\s+to)\b", re.IGNORECASE)
+_SUBJECTLESS_NEXT = re.compile(
+    rf",\s*(?:and\s+|then\s+)?(?=(?:{_SUBJECTLESS_VERBS})\b(?!['’]))", re.IGNORECASE)
+# The agent's question about the user, not the person ("Did you ever visit?", "What did you
+# love most about her?"); "Would you like to tell me about Danny?" asks about the person.
+_ASKS_USER = re.compile(
+    r"\b(?:did|do|were|are|have|had|will|can|could)\s+you\b"
+    r"|\bwould\s+you\b(?!\s+like\s+to)|\byou\s+(?:were|are|had|did)\b", re.IGNORECASE)
+
+
+def _subjectless_parts(sentence: str) -> list[str]:
+    """A sentence that opens with one of the life-story verbs, cut before each further one
+    after a comma ("born in laredo, moved up when he was 10" is two statements)."""
+    if not _SUBJECTLESS.match(sentence.strip()):
+        return [sentence]
+    parts = _SUBJECTLESS_NEXT.split(sentence)
+    return [part.strip().removesuffix(",").strip() for part in parts if part.strip()]
+
+
 def _clauses(sentences: Sequence[str], reference: re.Pattern[str],
              others: re.Pattern[str] | None = None) -> list[str]:
     clauses: list[str] = []
-    for sentence in [part for whole in sentences for part in _split_new_subjects(whole, others)]:
+    for sentence in [part for whole in sentences for piece in _split_new_subjects(whole, others)
+                     for part in _subjectless_parts(piece)]:
         parts = [part.rstrip().removesuffix(",").rstrip() if index < len(found) - 1 else part
                  for found in [_AND_PRONOUN.split(sentence)] for index, part in enumerate(found)]
         opening = _strip_lead_in(_strip_markers(parts[0])[0])
@@ -371,6 +407,7 @@ _ADVERBIAL_START = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN = re.compile(r"^(She|He|Her|His)\b", re.IGNORECASE)
+_ANY_PRONOUN = re.compile(r"\b(?:she|he|her|him|his)\b", re.IGNORECASE)
 _OTHER_SUBJECT = re.compile(
     rf"^(?:I|We|They|You|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+(?:\w+\s+)?(?:{alternation(OTHER_PEOPLE)})s?)\b"
 )
@@ -473,8 +510,11 @@ def _pronoun_fits(word: str, legacy: LegacyReference) -> bool:
 # subject's clause after a comma says nothing more about the person.
 _OTHER_CLAUSE = re.compile(
     rf",\s*(?:(?:[Mm]y|[Oo]ur)\s+(?:[a-z]+\s+)?(?i:{KIN_ANY})(?:\s+[A-Z][a-z]+)?"
-    rf"|(?i:{KIN_ANY})\s+[A-Z][a-z]+|(?=[A-Z])(?i:{KIN_ANY})|{alternation(NAME_LIKE_KIN)}|pops?)"
-    rf"\s+(?:was|were|is|had|came|died|went|got|did|said)\b.*$"
+    rf"|(?i:{KIN_ANY})\s+[A-Z][a-z]+|(?=[A-Z])(?i:{KIN_ANY})|{alternation(NAME_LIKE_KIN)}|pops?"
+    # Round 6: their own relative ("…, her husband uncle bub was the gun shearer", "…, his
+    # brother Koos has the grape farm").
+    rf"|(?i:her|his|their)\s+(?:[a-z]+\s+)?(?i:{KIN_ANY})(?:\s+[A-Za-z][a-z'’]+){{0,2}}?)"
+    rf"\s+(?:was|were|is|had|has|came|died|went|got|did|said)\b.*$"
 )
 _TRAILING_CLAUSE = re.compile(
     r",\s*(?:not\b|so\b|but\s+i\b|and\s+i\b|i\s+said\b|i\s+got\b|i\s+was\s+wrong\b|"
@@ -1155,9 +1195,26 @@ _KEEP_OUT = re.compile(
 )
 
 
+def _without_declared_name(text: str, names: Sequence[str]) -> str:
+    """A user's message without the words that say what the family calls the person ("my nan
+    winifred, everyone called her freda tho" → "my nan winifred tho"; "my nan dorothy, dot to
+    everyone, was from wagga" → "my nan dorothy was from wagga"): who the person is, not a
+    fact, and the rest of the sentence is read as it would be without them."""
+    found = declared_name(text, names)
+    if found is None:
+        return text
+    head, tail = text[:found.start].rstrip(), text[found.end:]
+    if head.endswith(",") and tail.lstrip().startswith(","):
+        tail = tail.lstrip()[1:]
+    if head.endswith(",") and tail.strip()[:1] in ("", ".", "!", "?", ";"):
+        head = head[:-1]
+    return f"{head}{tail}" if tail[:1] in (",", ".", "!", "?", ";") else f"{head} {tail.lstrip()}"
+
+
 def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                   aliases: Sequence[str] = (),
-                  known_facts: Sequence[KnownFact] = ()) -> list[ExtractedFact]:
+                  known_facts: Sequence[KnownFact] = (), *,
+                  called: str | None = None) -> list[ExtractedFact]:
     """Facts about the legacy person in what the USER said.
 
     A sentence yields a fact when its subject is the legacy person: by name or nickname
@@ -1180,10 +1237,17 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     pipeline), the new fact names it in `supersedes`. A fragment ("Actually, it was 1962")
     replaces the value in the fact it corrects. A correction that matches nothing is a new
     fact if it is a statement about the person, and nothing if it is a fragment.
+
+    Facts are written with `called`, the name the family said they call the person by
+    ("everyone called her freda": kinship.KinshipReader), else the first name; the words
+    that say it are no fact.
     """
     legacy = legacy_for(
         legacy_name, aliases, [line.content for line in lines if line.role == "user"],
         " ".join(line.content for line in lines if line.role in ("user", "assistant")))
+    if called:
+        legacy = replace(legacy, display=called,
+                         names=tuple(dict.fromkeys([*legacy.names, called])))
     reference = legacy.reference()
     mention = legacy.mention()
     known = _KnownFacts(known_facts, legacy.display)
@@ -1197,12 +1261,18 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     pending_correction = False
     skipped_absolute = False  # the sentence before was a "never" left unfiled
     focus_on_legacy = False
+    # The agent just asked about the person: an answer without a subject is about them.
+    asked_about_legacy = False
     previous: str | None = None
     previous_is_users = False
     for line in lines:
         if line.role == "assistant":
             # The assistant's question sets who "she" is in the answer; its claims are not facts.
-            focus_on_legacy = bool(mention.search(line.content)) or focus_on_legacy
+            named = bool(mention.search(line.content))
+            asked_about_legacy = (
+                (named or (focus_on_legacy and bool(_ANY_PRONOUN.search(line.content))))
+                and not _ASKS_USER.search(line.content))
+            focus_on_legacy = named or focus_on_legacy
             previous = (split_sentences(line.content) or [previous])[-1]
             previous_is_users = False
             continue
@@ -1214,7 +1284,9 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
             previous = (split_sentences(line.content) or [previous])[-1]
             previous_is_users = True
             continue
-        for sentence in _clauses(split_sentences(line.content), reference, others):
+        said = _without_declared_name(line.content, legacy.names) if called else line.content
+        answering, asked_about_legacy = asked_about_legacy, False
+        for sentence in _clauses(split_sentences(said), reference, others):
             before, previous = previous, sentence
             before_is_users, previous_is_users = previous_is_users, True
             stripped, correction = _strip_markers(sentence)
@@ -1292,7 +1364,13 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 # "He wasn't the oldest, he was the second of seven": what he was.
                 body = f"{negated.group('head')} was {negated.group('new')}"
                 correction = True
+            if answering and not said_first and _SUBJECTLESS.match(body):
+                # "What did he do?" — "trapped in the winters up the Eagle River".
+                body = f"{legacy.display} {'was ' if _TAKES_WAS.match(body) else ''}{body}"
             subject = _find_subject(body[said_first.end():] if said_first else body, reference)
+            # An answer goes on while its statements are the person's ("born in laredo, moved
+            # up when he was 10"); another subject ends it.
+            answering = answering and subject.kind == "legacy"
             about_legacy = subject.kind == "legacy" or (
                 subject.kind.startswith("pronoun:") and focus_on_legacy
                 and _pronoun_fits(subject.kind.split(":")[1], legacy)
@@ -1398,8 +1476,11 @@ def _correct_with_fragment(facts: _BatchFacts, known: _KnownFacts, fragment: str
 def _predicate_holder(content: str, display: str, noun: str) -> bool:
     """Whether `content` says the person was `noun` ("Deborah was a nurse at St Vincent's"
     holds "nurse"): what "she wasn't a nurse, she was …" or "…, not a nurse" takes back."""
+    # A known fact may name the person otherwise than this batch does: written in another
+    # conversation, with the name the family said there they call them ("Deb" for Deborah).
     return bool(re.match(
-        rf"{re.escape(display)}\s+(?:was|is|worked\s+as)\s+(?:[\w'’-]+[\s,]+){{0,4}}?"
+        rf"(?:{re.escape(display)}|(?-i:[A-Z])[\w'’-]*)\s+(?:was|is|worked\s+as)\s+"
+        rf"(?:[\w'’-]+[\s,]+){{0,4}}?"
         rf"{re.escape(noun)}(?:s|es)?\b", content, re.IGNORECASE))
 
 

@@ -52,12 +52,13 @@ class ExtractiveLLM:
         legacy_name: str,
         aliases: Sequence[str] = (),
         known_facts: Sequence[KnownFact] = (),
+        called: str | None = None,
     ) -> SummaryExtraction:
         terms = [display_name(legacy_name), *aliases]
         summary = extractive_summary(messages, self._token_limit(), terms)
         return SummaryExtraction(
             summary=summary or "The family talked without sharing details.",
-            facts=extract_facts(messages, legacy_name, aliases, known_facts),
+            facts=extract_facts(messages, legacy_name, aliases, known_facts, called=called),
         )
 
     def chat(self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:

@@ -1,0 +1,151 @@
+"""The offline extractor's sixth round (recall on family text, docs/quality.md "Round 6"): the
+name the family says they call the person by ("everyone called her freda") is an alias and the
+name facts are written with; an answer that leaves out its subject ("What did he do?" —
+"trapped in the winters") is about the person asked about; another person's clause after
+"her husband …" is cut; a promise reported ("always said he would …") is no fact."""
+
+import pytest
+
+from conversations.services import summarization
+from memory_site.core.ai.openai_llm import _name_block
+from memory_site.core.language.names import declared_name
+from tests.conversations.test_kinship_pipeline import closed_conversation
+from tests.support.extraction import corrected, facts_of
+
+# --- what the family calls the person ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("said", "names", "called"), [
+    ("hiya its about my nan winifred, everyone called her freda tho", ["Winifred"], "Freda"),
+    ("my grandfather alphonso, we all said Fonso. from Antigua", ["Alphonso"], "Fonso"),
+    ("g'day, my nan dorothy, dot to everyone, was from wagga", ["Dorothy"], "Dot"),
+    ("my aunt huguette, tante gigi we all called her.", ["Huguette"], "Tante Gigi"),
+    ("my pop norman but nobody ever called him norman, it was nobby", ["Norman"], "Nobby"),
+    ("My husband, Leonard. Most people called him Len, I called him Lenny.", ["Leonard"], "Len"),
+    ("my stepdad gerrit, i called him pa G from when i was small", ["Gerrit"], "Pa G"),
+])
+def test_the_name_the_family_calls_the_person_by(said, names, called):
+    found = declared_name(said, names)
+    assert found is not None and found.name == called
+
+
+@pytest.mark.parametrize(("said", "names"), [
+    # The pronoun is the brother's: another name comes between.
+    ("my daddy Taiwo. he was a twin, his brother is Kehinde, we call him uncle kenny", ["Taiwo"]),
+    # A group's name for them, a title, a kinship word alone, a common word.
+    ("my dad gerald retired in 2009. the kids called him mr t", ["Gerald"]),
+    ("my mum joan ran the canteen, everyone called her Mrs P", ["Joan"]),
+    ("He is my father Ramesh, Appa we called him.", ["Ramesh"]),
+    ("My gran Ruth was lonely so we called her every Sunday.", ["Ruth"]),
+    ("My father Joseph. Everyone in Othaya called him Mwalimu.", ["Joseph"]),
+    # Not said of the person at all.
+    ("we called him big M on the truck", ["Marcus"]),
+])
+def test_not_a_name_the_family_calls_the_person_by(said, names):
+    assert declared_name(said, names) is None
+
+
+def test_facts_are_written_with_the_name_the_family_calls_them_and_it_finds_them():
+    assert facts_of(
+        "my grandfather alphonso, we all said Fonso. from Antigua, All Saints village",
+        ("assistant", "What did Fonso do for a living?"),
+        "Fonso built wooden fishing boats by hand under the tamarind tree.",
+        "his twin brother Cuthbert was the fisherman. Fonso stayed home with the boats.",
+        name="Alphonso Joseph",
+    ) == ["Fonso built wooden fishing boats by hand under the tamarind tree.",
+          "Fonso stayed home with the boats."]
+
+
+def test_the_saying_inside_a_sentence_leaves_the_statement():
+    assert facts_of("my nan dorothy, dot to everyone, was from wagga",
+                    name="Dorothy Pearce") == ["Dot was from wagga."]
+
+
+def test_without_a_saying_facts_keep_the_first_name():
+    assert facts_of("my nan winifred started at the india mill at 14.",
+                    name="Winifred Haworth") == ["Winifred started at the india mill at 14."]
+
+
+def test_a_known_fact_under_another_name_is_still_the_one_a_noun_taken_back_corrects():
+    # Written in an earlier conversation, where the family said they call her Deb.
+    assert corrected(
+        ("assistant", "Welcome back. Would you like to keep telling me about Deborah?"),
+        "so correction, she wasnt technically a nurse, she was a respiratory therapist.",
+        name="Deborah Kowalczyk", known=["Deb was a nurse at St Vincent's, nights mostly."],
+    ) == [("Deb was a respiratory therapist at St Vincent's, nights mostly.", "f1")]
+
+
+def test_the_pipeline_writes_the_facts_with_the_name_and_passes_it_on(family, settings):
+    settings.SUMMARIZATION_BATCH_SIZE = 4
+    settings.SUMMARIZATION_THRESHOLD = 2
+    # The family's legacy is Rose Whitfield.
+    conversation = closed_conversation(
+        family,
+        "my mom rose, everyone called her Rosie.",
+        "Rosie was a nurse in Dayton.",
+        "Rosie grew peonies by the back door.",
+    )
+    assert summarization.conversation_names(conversation=conversation, end=2).called == "Rosie"
+    summarization.conversation_catch_up(conversation=conversation)
+    assert sorted(conversation.legacy.facts.values_list("content", flat=True)) == [
+        "Rosie grew peonies by the back door.", "Rosie was a nurse in Dayton."]
+
+
+def test_the_model_is_told_the_name_inside_the_data_fence():
+    block = _name_block("Winifred Haworth", ["Winifred", "Freda"], "Freda")
+    assert block.splitlines()[1:-1] == ["Winifred Haworth (also called Winifred, Freda)",
+                                        "called by: Freda"]
+
+
+# --- an answer without a subject -----------------------------------------------------------
+
+
+def test_an_answer_without_a_subject_is_about_the_person_asked_about():
+    assert facts_of(
+        ("assistant", "I'm sorry for your loss. What did Elias do?"),
+        "trapped in the winters up the Eagle River, marten and fox mostly",
+        ("assistant", "Was he married?"),
+        "married my nan Joan in 1965 at st marys.",
+        name="Elias Pardy",
+    ) == ["Elias trapped in the winters up the Eagle River, marten and fox mostly.",
+          "Elias married my nan Joan in 1965 at st marys."]
+
+
+def test_born_takes_was_and_each_life_story_verb_after_a_comma_is_a_statement():
+    assert facts_of(
+        ("assistant", "Where did Elias grow up?"),
+        "born in Cartwright Labrador 1936, died in Happy Valley-Goose Bay last fall",
+        name="Elias Pardy",
+    ) == ["Elias was born in Cartwright Labrador 1936.",
+          "Elias died in Happy Valley-Goose Bay last fall."]
+
+
+@pytest.mark.parametrize("question", [
+    "Hello. Who would you like to tell me about?",  # nobody asked about yet
+    "What did you do after Elias died?",  # about the user
+    "Did you ever visit him there?",
+])
+def test_an_answer_without_a_subject_to_another_question_is_no_fact(question):
+    assert facts_of(("assistant", question), "moved to brooklyn in 1990 for work",
+                    name="Elias Pardy") == []
+
+
+def test_an_answer_goes_on_only_while_it_is_about_the_person():
+    assert facts_of(
+        ("assistant", "What did Elias do?"),
+        "worked at the base. my sister hated it. moved up to the lake after",
+        name="Elias Pardy",
+    ) == ["Elias worked at the base."]
+
+
+# --- another person's clause, a promise reported -------------------------------------------
+
+
+def test_her_husbands_clause_after_a_comma_is_cut():
+    assert facts_of("Moana never shore, her husband uncle bub was the gun shearer, 400 a day",
+                    name="Moana Walker") == ["Moana never shore."]
+
+
+def test_a_promise_reported_is_no_fact():
+    assert facts_of("Ronu always said he would take me on a voyage one day.",
+                    name="Ronu Deshpande") == []
