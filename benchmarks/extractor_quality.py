@@ -140,7 +140,7 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
     current at its end (ExtractedFact objects), applying supersedes as the product does."""
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.core.ai.base import KnownFact, TranscriptLine
-    from memory_site.core.language.kinship import KinshipReader
+    from memory_site.core.language.kinship import KinshipReader, called_names
     from memory_site.core.language.names import short_forms
     from memory_site.core.language.sentences import display_name
 
@@ -149,6 +149,9 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
     names = [*conversation["aliases"], *short_forms(
         [display_name(conversation["legacy_name"]), *conversation["aliases"]])]
     current: list[Any] = []
+    # As Conversation.called_name carries it: the name the family calls the person by, said
+    # in an earlier session, until a session says another.
+    called_before = None
     for session_number, session in enumerate(_sessions(conversation), start=1):
         lines = [TranscriptLine(sequence=i, role=m["role"], content=m["content"])
                  for i, m in enumerate(session["messages"])]
@@ -160,17 +163,19 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
             reader.read([line.content for line in lines[:end] if line.role == "user"])
             known = [KnownFact(ref=f"f{i + 1}", content=fact.content)
                      for i, fact in enumerate(current)]
+            called = reader.called or called_before
             result = provider.summarize_and_extract(
                 messages=lines[start:end], legacy_name=conversation["legacy_name"],
-                aliases=list(dict.fromkeys([*names, *reader.called_names(),
+                aliases=list(dict.fromkeys([*names, *called_names(called),
                                             *reader.aliases()])),
-                known_facts=known, called=reader.called,
+                known_facts=known, called=called,
             )
             report.batches += 1
             current = apply_extraction(current, known, result.facts, report,
                                        f"{conversation['id']} session {session_number} "
                                        f"messages {start}-{end}")
             start = end
+        called_before = reader.called or called_before
     return current
 
 

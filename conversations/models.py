@@ -101,6 +101,10 @@ class Conversation(models.Model):
     # The Idempotency-Key of the request that started it (POST /api/ai/conversations): a retry
     # with the key gets this conversation back instead of a second one.
     idempotency_key = models.CharField(max_length=128, null=True, blank=True, editable=False)  # noqa: DJ001
+    # The name the user said the family calls the legacy by ("everyone called her freda":
+    # Freda), read when its batch was archived; the user's next conversations about the
+    # legacy write their facts with it until one says another (summarization.conversation_names).
+    called_name = models.CharField(max_length=255, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["-created_at"]

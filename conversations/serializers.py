@@ -245,6 +245,8 @@ class ExportConversationSerializer(serializers.Serializer):
     updated_at = IsoDateTimeField()
     last_message_at = IsoDateTimeField(allow_null=True)
     closed_at = IsoDateTimeField(allow_null=True)
+    # The name the user said the family calls the legacy by, read from this conversation.
+    called_name = serializers.CharField(allow_blank=True)
     session_state = ExportSessionStateSerializer(source="*")
     messages = ExportMessageSerializer(many=True)
     summaries = ExportSummarySerializer(many=True, source="memories")

@@ -30,7 +30,7 @@ from memory_site.core.ai import (
     get_llm,
 )
 from memory_site.core.errors import NotFound
-from memory_site.core.language.kinship import KinshipReader
+from memory_site.core.language.kinship import KinshipReader, called_names
 from memory_site.core.language.names import read_legacy_name, short_forms
 from memory_site.core.language.sentences import display_name
 from memory_site.core.locks import LockNamespace, hold_user
@@ -101,12 +101,26 @@ def conversation_names(*, conversation: Conversation, end: int) -> ConversationN
     reader.read(Message.objects.filter(
         conversation=conversation, role=Message.Role.USER, sequence__gte=read_to, sequence__lt=end
     ).order_by("sequence").values_list("content", flat=True))
-    aliases = list(dict.fromkeys([*names, *reader.called_names(), *reader.aliases()]))
+    called = reader.called or _called_before(conversation)
+    aliases = list(dict.fromkeys([*names, *called_names(called), *reader.aliases()]))
     with _KINSHIP_READINGS_LOCK:
         _KINSHIP_READINGS[conversation.pk] = (reader, end)
         while len(_KINSHIP_READINGS) > KINSHIP_READINGS_KEPT:
             _KINSHIP_READINGS.popitem(last=False)
-    return ConversationNames(aliases=aliases, called=reader.called)
+    if reader.called and reader.called != conversation.called_name:
+        Conversation.objects.filter(pk=conversation.pk).update(called_name=reader.called)
+        conversation.called_name = reader.called
+    return ConversationNames(aliases=aliases, called=called)
+
+
+def _called_before(conversation: Conversation) -> str | None:
+    """The name the user said in their latest earlier conversation about the legacy that the
+    family calls them by (Conversation.called_name), if any said one."""
+    return Conversation.objects.filter(
+        user_id=conversation.user_id, legacy_id=conversation.legacy_id,
+        created_at__lt=conversation.created_at,
+    ).exclude(called_name="").order_by("-created_at").values_list(
+        "called_name", flat=True).first()
 
 
 def transcript_lines(*, conversation: Conversation, start: int, end: int) -> list[TranscriptLine]:

@@ -12,7 +12,7 @@ from agent_memory import selectors as agent_memory_selectors
 from conversations import selectors as conversations_selectors
 from facts import selectors as facts_selectors
 
-EXPORT_SCHEMA_VERSION = "1.1"  # 1.1: invitations
+EXPORT_SCHEMA_VERSION = "1.2"  # 1.1: invitations; 1.2: conversations' called_name
 EXPORT_NOTES = [
     "Everything this service stores about you: your account, your memberships, the "
     "invitations you sent or received, your "

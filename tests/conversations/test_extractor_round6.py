@@ -149,3 +149,26 @@ def test_her_husbands_clause_after_a_comma_is_cut():
 def test_a_promise_reported_is_no_fact():
     assert facts_of("Ronu always said he would take me on a voyage one day.",
                     name="Ronu Deshpande") == []
+
+
+def test_the_next_conversation_writes_its_facts_with_the_name_said_in_an_earlier_one(
+        family, settings):
+    settings.SUMMARIZATION_BATCH_SIZE = 4
+    settings.SUMMARIZATION_THRESHOLD = 2
+    first = closed_conversation(family, "my mom rose, everyone called her Rosie.",
+                                "Rosie was a nurse in Dayton.")
+    summarization.conversation_catch_up(conversation=first)
+    first.refresh_from_db()
+    assert first.called_name == "Rosie"
+    later = closed_conversation(family, "Rosie grew peonies by the back door.",
+                                "She was born in 1931.")
+    # Another member's conversation, and the user's about another legacy, keep their own.
+    other = closed_conversation(family, "Rose kept bees behind the garage.")
+    other.user = family.member
+    other.save(update_fields=["user"])
+    summarization.conversation_catch_up(conversation=later)
+    summarization.conversation_catch_up(conversation=other)
+    assert sorted(later.extracted_facts.values_list("content", flat=True)) == [
+        "Rosie grew peonies by the back door.", "Rosie was born in 1931."]
+    assert list(other.extracted_facts.values_list("content", flat=True)) == [
+        "Rose kept bees behind the garage."]

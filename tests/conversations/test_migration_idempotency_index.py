@@ -22,11 +22,13 @@ def _index_valid() -> bool | None:
 
 @pytest.mark.django_db(transaction=True)
 def test_0011_keeps_the_first_of_keys_stored_twice_and_rebuilds_an_invalid_index(family):
+    # Made with today's models, before the schema goes back (a later migration's column
+    # would be missing from the table the models write to).
+    first = ConversationFactory(user=family.owner, legacy=family.legacy)
+    second = ConversationFactory(user=family.owner, legacy=family.legacy)
     call_command("migrate", "conversations", "0010", verbosity=0)
     try:
         assert _index_valid() is None
-        first = ConversationFactory(user=family.owner, legacy=family.legacy)
-        second = ConversationFactory(user=family.owner, legacy=family.legacy)
         with connection.cursor() as cursor:
             cursor.execute('UPDATE "conversations_conversation" SET "idempotency_key" = %s, '
                            "created_at = created_at + (CASE WHEN id = %s THEN interval '1 second' "

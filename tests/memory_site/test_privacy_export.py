@@ -51,7 +51,7 @@ def expected_export(world) -> dict:
         "legacy_name": "Rose Whitfield",
     }
     return {
-        "schema_version": "1.1",
+        "schema_version": "1.2",
         "metadata": {"notes": EXPORT_NOTES, "embeddings_included": False},
         "account": {
             "username": "owner",
@@ -82,6 +82,7 @@ def expected_export(world) -> dict:
                 "updated_at": iso(conversation.updated_at),
                 "last_message_at": None,
                 "closed_at": None,
+                "called_name": "",
                 "session_state": {
                     "status": "active",
                     "active_topics": ["garden"],

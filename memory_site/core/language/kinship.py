@@ -223,14 +223,19 @@ class KinshipReader:
                 for word in words]
 
     def called_names(self) -> list[str]:
-        """The name the family calls the person by and, when it opens with a kinship word or
-        an honorific ("Tante Gigi", "Aunty Moa"), the name after it: aliases the person is
-        recognised by. Empty until a message says it."""
-        if self.called is None:
-            return []
-        words = self.called.split()
-        return list(dict.fromkeys([self.called, *([words[-1]] if len(words) > 1
-                                                   and len(words[-1]) > 1 else [])]))
+        """called_names of the name a message said the family calls the person by."""
+        return called_names(self.called)
+
+
+def called_names(called: str | None) -> list[str]:
+    """The name the family calls the person by and, when it opens with a kinship word or an
+    honorific ("Tante Gigi", "Aunty Moa"), the name after it: aliases the person is
+    recognised by. Empty without one."""
+    if not called:
+        return []
+    words = called.split()
+    return list(dict.fromkeys([called, *([words[-1]] if len(words) > 1
+                                          and len(words[-1]) > 1 else [])]))
 
 
 def kinship_aliases(user_texts: Sequence[str], legacy_name: str,

@@ -38,6 +38,9 @@ class LegacyName:
     # the kinship word it opens with ("Billy", "Bill", "Uncle").
     aliases: tuple[str, ...]
     kin: tuple[str, ...]  # the kinship words it opens with, kinship aliases: "Uncle"
+    # The nickname the family put in quotes, not a kinship word: what they call the person
+    # ("Billy"), which facts are written with (offline.facts.extract_facts).
+    nickname: str | None = None
 
 
 def _leading_word(word: str) -> str | None:
@@ -100,7 +103,8 @@ def read_legacy_name(written: str) -> LegacyName:
         first = [rest[0]] if len(words) > 1 else []
     return LegacyName(display=display,
                       names=tuple(dict.fromkeys(n for n in names if n.lower() not in FAMILY_OF)),
-                      aliases=tuple(dict.fromkeys([*nicknames, *first, *kin])), kin=kin)
+                      aliases=tuple(dict.fromkeys([*nicknames, *first, *kin])), kin=kin,
+                      nickname=next((n for n in nicknames if n.lower() not in FAMILY_OF), None))
 
 
 @lru_cache(maxsize=1)
@@ -169,7 +173,8 @@ def short_forms(first_names: Sequence[str]) -> list[str]:
 _NAME_PREFIXES = ("tante", "tanta", "oom", "tete", "ong", "ba", "tita", "tito", "lola", "lolo",
                   "tia", "tio", "tía", "tío", "zia", "zio", "ciocia", "baba", "dida", "babcia",
                   "dziadek", "bibi", "babu", "dadi", "nani", "amma", "appa", "ammachi", "ama",
-                  "mamie", "papi", "mami", "ouma", "oupa", "big",
+                  "mamie", "papi", "mami", "ouma", "oupa", "paati", "thatha", "ajji", "dada",
+                  "gogo", "mkhulu", "big",
                   "lil", "little", "old", "auntie", "aunty")
 # Not names, though they follow "called her": "we called her every Sunday", "called him a
 # saint", "called him up", "everyone called her crazy".
@@ -182,6 +187,8 @@ _NOT_CALLED = frozenset([
     "cuz", "bc", "just", "still", "too", "tho", "though", "lol", "haha", "that's", "thats",
     "one", "as", "nothing", "anything", "something", "everything", "whatever", "sir", "madam",
     "ma'am", "love", "darling", "dear", "honey", "babe", "sweetheart", "mate", "boss",
+    "young", "oh", "ah", "no", "yes", "yeah", "yep", "nah", "well", "ok", "okay", "like", "um",
+    "erm", "i", "we",
 ])
 _NICK_WORD = r"[A-Za-z][A-Za-z'’-]*"
 _NICK_PREFIX = r"|".join(sorted({*FAMILY_OF, *_NAME_PREFIXES}, key=len, reverse=True))
@@ -196,14 +203,15 @@ _DECLARATIONS = (
     re.compile(r"(?<![\w'’])(?i:we(?:[ \t]+all)?[ \t]+(?:said|say))[ \t]+"
                r"(?P<nick>[A-Z][A-Za-z'’-]+)(?![ \t]+(?:[a-z]))"),
     # "dot to everyone", "mama lote to all us grandkids", "tammie tae everybody"
-    re.compile(rf"(?:^|[,;:.!(]|—|–)[ \t]*(?:just[ \t]+)?{_NICK}[ \t]+(?i:to|tae)[ \t]+"
+    re.compile(rf"(?:^|[,;:.!(]|—|–|[ \t]-)[ \t]*(?:just[ \t]+)?{_NICK}[ \t]+(?i:to|tae)[ \t]+"
                rf"(?i:every(?:one|body)|all[ \t]+(?:of[ \t]+)?us|us[ \t]+all|all[ \t]+us"
                rf"(?:[ \t]+\w+)?|us[ \t]+(?:grand)?kids|the[ \t]+(?:grand)?kids|the[ \t]+family)"
                rf"(?![\w'’])"),
-    # "tante gigi we all called her", "oom ricky we say", "jojo i always called him"
-    re.compile(rf"(?:^|[,;:.!(]|—|–)[ \t]*{_NICK}[ \t]+(?i:we|i|every(?:one|body))[ \t]+"
-               rf"(?i:all[ \t]+|always[ \t]+)?(?i:called|call|say|said)(?:[ \t]+(?i:him|her))?"
-               rf"(?![\w'’])"),
+    # "tante gigi we all called her", "oom ricky we say", "jojo i always called him" (not
+    # "1951 i said")
+    re.compile(rf"(?:^|[,;:.!(]|—|–|[ \t]-)[ \t]*{_NICK}[ \t]+(?:(?i:we|every(?:one|body))"
+               rf"[ \t]+(?i:all[ \t]+|always[ \t]+)?(?i:called|call|say|said)|(?i:i)[ \t]+"
+               rf"(?i:always[ \t]+)?(?i:called|call))(?:[ \t]+(?i:him|her))?(?![\w'’])"),
     # "nobody ever called him norman, it was nobby", "nobody called him cyril, he was snow"
     re.compile(rf"(?i:no(?:body|[ \t]+one)[ \t]+(?:ever[ \t]+)?called[ \t]+(?:him|her)[ \t]+"
                rf"[\w'’-]+,?[ \t]+(?:it|s?he)[ \t]+was)[ \t]+{_NICK}"),
@@ -253,6 +261,9 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
             if (first in _NOT_CALLED or first in _TITLES or words[-1].lower() in _NOT_CALLED
                     or (len(words) == 1 and (first in FAMILY_OF or first in _NAME_PREFIXES))
                     or first == "as"):
+                continue
+            if said.match(text, match.end("nick") + 1) and text[match.end("nick"):][:1] == " ":
+                # "my sister Bridie - we call her young Bridie": a namesake told apart.
                 continue
             # The saying starts at the name in the forms that open with it ("dot to
             # everyone"), after the comma before it.

@@ -16,7 +16,7 @@ from memory_site.core.language.attributes import (
     mobility_absolute,
 )
 from memory_site.core.language.kinship import LegacyReference, family_gender, legacy_for
-from memory_site.core.language.names import declared_name
+from memory_site.core.language.names import declared_name, read_legacy_name
 from memory_site.core.language.sentences import display_name, is_question, split_sentences
 from memory_site.core.language.words import (
     FAMILY_OF,
@@ -1239,15 +1239,18 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     fact if it is a statement about the person, and nothing if it is a fragment.
 
     Facts are written with `called`, the name the family said they call the person by
-    ("everyone called her freda": kinship.KinshipReader), else the first name; the words
-    that say it are no fact.
+    ("everyone called her freda": kinship.KinshipReader), else the nickname in the legacy's
+    name (`Margaret "Peggy" Olsen`), else the first name; the words that say it are no fact.
     """
     legacy = legacy_for(
         legacy_name, aliases, [line.content for line in lines if line.role == "user"],
         " ".join(line.content for line in lines if line.role in ("user", "assistant")))
-    if called:
-        legacy = replace(legacy, display=called,
-                         names=tuple(dict.fromkeys([*legacy.names, called])))
+    # The name the family said they call them by, else the nickname they put in the legacy's
+    # name (`Margaret "Peggy" Olsen`: Peggy), else the first name.
+    family_name = called or read_legacy_name(legacy_name).nickname
+    if family_name:
+        legacy = replace(legacy, display=family_name,
+                         names=tuple(dict.fromkeys([*legacy.names, family_name])))
     reference = legacy.reference()
     mention = legacy.mention()
     known = _KnownFacts(known_facts, legacy.display)
