@@ -95,6 +95,19 @@ class ToolCallInputSerializer(SourceInputSerializer):
         required=False,
         help_text="The call's arguments: an object, or the JSON text OpenAI sends.",
     )
+    by_model = serializers.BooleanField(
+        required=False, default=False,
+        help_text="The call is one the platform's own model made in a turn (not the user's "
+        "own action): `message_id`, the user's message of that turn, is required, a change the "
+        "user's words do not ask for answers `not_confirmed` and writes nothing, and what it "
+        "writes is the agent's, which the dashboard offers to undo.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("by_model") and not attrs.get("message_id"):
+            raise serializers.ValidationError(
+                {"message_id": ["Required with by_model: the user's message of the turn."]})
+        return attrs
 
 
 class ToolResultSerializer(serializers.Serializer):
@@ -104,6 +117,8 @@ class ToolResultSerializer(serializers.Serializer):
     code = serializers.CharField(required=False)
     detail = serializers.CharField(required=False)
     errors = serializers.DictField(required=False)
+    kind = serializers.CharField(
+        required=False, help_text="With not_confirmed: the change held back (add, update, delete).")
 
 
 class ToolListSerializer(serializers.Serializer):

@@ -44,8 +44,10 @@ ERROR_STATUS = {
     "unknown_tool": 404,
     "not_found": 404,
     "conflict": 409,
+    # A write the model made in a turn whose user did not ask for it (agent_memory.write_rule):
+    # in an agent turn, or through the tools API with by_model.
+    "not_confirmed": 409,
 }
-# A write the model made in a turn whose user did not ask for it (agent_memory.write_rule).
 NOT_CONFIRMED = "not_confirmed"
 
 MANAGE_USER_MEMORY_DESCRIPTION = """\

@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,6 +25,7 @@ from agent_memory.serializers import (
 )
 from conversations.models import Conversation, Message
 from conversations.selectors import conversation_for_user, message_for_user
+from conversations.services.turn import turn_words
 from memory_site.core.api import error_responses, paginate, paginated
 
 
@@ -175,13 +177,17 @@ class ToolExecuteApi(APIView):
         summary="Call a memory tool",
         description="Runs the named tool as me with `arguments` (an object or OpenAI's JSON "
         "text) and answers its result; `conversation_id` and `message_id` (mine) are stored as "
-        "the source. A failed call answers `ok: false` with 400, 404 or 409.",
+        "the source. With `by_model`, the call is my platform's model's in the turn of "
+        "`message_id` (my message): the write rule of an agent turn applies (`not_confirmed`, "
+        "409, when my words do not ask for the change) and the change is the agent's. A failed "
+        "call answers `ok: false` with 400, 404 or 409.",
         request=ToolCallInputSerializer,
         responses={
             200: ToolResultSerializer,
             400: _tool_error("Invalid arguments, or an unknown operation"),
             404: _tool_error("An unknown tool, or no such memory of mine"),
-            409: _tool_error("A memory of mine already has this subject"),
+            409: _tool_error("A memory of mine already has this subject, or (by_model) my "
+                             "words do not ask for the change: not_confirmed, nothing written"),
             **error_responses(401),
         },
     )
@@ -192,6 +198,14 @@ class ToolExecuteApi(APIView):
         data = ToolCallInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation, message = _sources(request, data.validated_data)
+        turn = None
+        if data.validated_data["by_model"]:
+            if message.role != Message.Role.USER:
+                raise ValidationError({"message_id": [
+                    "With by_model, the user's message of the turn (role user)."]})
+            if conversation is not None and conversation.pk != message.conversation_id:
+                raise ValidationError({"message_id": ["Not a message of that conversation."]})
+            conversation, turn = message.conversation, turn_words(message)
         with services.memory_write_scope():
             result = tools.tool_execute(
                 user=request.user,
@@ -199,6 +213,7 @@ class ToolExecuteApi(APIView):
                 arguments=data.validated_data.get("arguments"),
                 conversation=conversation,
                 message=message,
+                turn=turn,
             )
         return Response(
             result, status=status.HTTP_200_OK if result["ok"] else tools.ERROR_STATUS[result["code"]]

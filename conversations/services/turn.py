@@ -161,7 +161,7 @@ def _turn_lock(user_message: Message) -> Iterator[None]:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LockNamespace.TURN.value, key])
 
 
-def _turn_words(user_message: Message) -> TurnWords:
+def turn_words(user_message: Message) -> TurnWords:
     """What the write rule (agent_memory.write_rule) weighs a memory change against: the user's
     message of this turn and the agent's reply just before it, which it may confirm."""
     previous = Message.objects.filter(
@@ -253,7 +253,7 @@ def _turn_locked(
     records = [_call_record(m) for m in tool_messages]
     _replay(chat, records)
     llm = get_llm()
-    words = _turn_words(user_message)
+    words = turn_words(user_message)
     rounds_done = max((r["round"] for r in records), default=0)
     llm_calls = 0
     # One scope for the whole turn: a memory added by an early tool call is never evicted by

@@ -285,3 +285,66 @@ def test_add_poi_twice_adds_a_mention_to_the_same_place(client, alice):
     assert [(m.conversation, m.message) for m in place.mentions.order_by("mentioned_at")] == [
         (first, None), (second, message),
     ]
+
+
+# --- a call the platform's own model made (by_model) ----------------------------------------
+
+
+def _turn(alice, said, reply="What would you like to tell me?"):
+    conversation = ConversationFactory(user=alice, legacy__created_by=alice)
+    MessageFactory(conversation=conversation, sequence=0, role="assistant", content=reply)
+    message = MessageFactory(conversation=conversation, sequence=1, role="user", content=said)
+    return conversation, message
+
+
+def test_a_models_write_the_user_did_not_ask_for_is_held_back(client, alice):
+    """Found by an integrator: a platform running its own model could only call the tools as
+    the user, so the context's prompt promised a rule that nothing applied."""
+    conversation, message = _turn(alice, "She loved to sing hymns on Sunday mornings.")
+    response = _call(client, "add_to_memory",
+                     {"content": "Rose loved to sing hymns on Sunday mornings",
+                      "category": "context"},
+                     message_id=str(message.pk), by_model=True)
+    assert response.status_code == 409
+    assert response.json()["ok"] is False and response.json()["code"] == "not_confirmed"
+    assert response.json()["kind"] == "add"
+    assert _rows() == (0, 0, 0, 0)
+    # The same call as the user's own action is carried out (the tools API as before).
+    assert _call(client, "add_to_memory",
+                 {"content": "Rose loved to sing hymns on Sunday mornings",
+                  "category": "context"}, message_id=str(message.pk)).status_code == 200
+
+
+def test_a_models_write_the_user_asked_for_is_the_agents(client, alice):
+    conversation, message = _turn(alice, "Please remember that my daughter is called Ellie.")
+    response = _call(client, "add_to_memory",
+                     {"content": "The user's daughter is called Ellie", "category": "person"},
+                     message_id=str(message.pk), by_model=True)
+    assert response.status_code == 200, response.json()
+    version = AgentMemory.objects.get(user=alice).versions.get()
+    assert version.origin == "agent"
+    assert (version.source_conversation, version.source_message) == (conversation, message)
+
+
+@pytest.mark.parametrize("body", [
+    {"by_model": True},  # no message of the turn
+    {"by_model": "maybe"},
+])
+def test_by_model_needs_the_users_message_of_the_turn(client, alice, body):
+    response = _call(client, "add_to_memory",
+                     {"content": "The user's daughter is called Ellie", "category": "person"},
+                     **body)
+    assert response.status_code == 400
+    assert _rows() == (0, 0, 0, 0)
+
+
+def test_by_model_with_the_agents_message_or_another_conversation_is_a_400(client, alice):
+    conversation, message = _turn(alice, "Please remember that my daughter is called Ellie.")
+    reply = conversation.messages.get(sequence=0)
+    other = ConversationFactory(user=alice, legacy=conversation.legacy)
+    arguments = {"content": "The user's daughter is called Ellie", "category": "person"}
+    assert _call(client, "add_to_memory", arguments, message_id=str(reply.pk),
+                 by_model=True).status_code == 400
+    assert _call(client, "add_to_memory", arguments, message_id=str(message.pk),
+                 conversation_id=str(other.pk), by_model=True).status_code == 400
+    assert _rows() == (0, 0, 0, 0)
