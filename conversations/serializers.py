@@ -1,10 +1,11 @@
 """Serializers of the conversations API."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from conversations.models import Conversation, ConversationChunk, ConversationMemory, Message
-from conversations.services import ImportMessage
+from conversations.services import ImportMessage, validate_message_content
 from memory_site.core.api import IsoDateTimeField
 from memory_site.core.strict import StrictInputSerializer, TextField
 
@@ -84,6 +85,27 @@ class ImportMessagesField(serializers.ListField):
     def __init__(self, **kwargs: object):
         super().__init__(child=ImportMessageInputSerializer(), allow_empty=False, min_length=1,
                          **kwargs)
+
+    def to_internal_value(self, data: object) -> list:
+        """The messages; when some are malformed, the errors of every message at once: a bad
+        role here and an empty content there are both named, not one per round trip (found
+        by an integrator). The content rules are services.import_errors', which reads only
+        messages that parsed."""
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, dict) and isinstance(data, list):
+                for index, item in enumerate(data):
+                    content = item.get("content") if isinstance(item, dict) else None
+                    if not isinstance(content, str):
+                        continue
+                    try:
+                        validate_message_content(content)
+                    except DjangoValidationError as invalid:
+                        fields = exc.detail.setdefault(index, {})
+                        for field, messages in invalid.message_dict.items():
+                            fields.setdefault(field, messages)
+            raise
 
 
 class BatchMessagesField(ImportMessagesField):

@@ -1,6 +1,8 @@
 """REST endpoints of legacies, their family and invitations, and legacy facts (seed 000)."""
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -9,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from facts import selectors, services
+from facts.selectors import external_id_of
 from facts.serializers import (
     ConflictSerializer,
     CorrectionUndoneSerializer,
@@ -134,11 +137,16 @@ class LegacyMemberListCreateApi(APIView):
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
-def _ended(username: str, ended: services.MembershipLeft) -> Response:
-    new_owner = ended.new_owner.get_username() if ended.new_owner is not None else None
+def _ended(user: AbstractBaseUser, ended: services.MembershipLeft) -> Response:
+    """Who left and who became owner, named as the family list names them (username and
+    external id), however the request named them ("me", an external id in any case: found by
+    an integrator, the answer echoed the path)."""
+    heir = ended.new_owner
     body = {
-        "username": username, "facts_made_private": ended.facts_made_private,
-        "new_owner": new_owner,
+        "username": user.get_username(), "external_id": external_id_of(user),
+        "facts_made_private": ended.facts_made_private,
+        "new_owner": heir.get_username() if heir is not None else None,
+        "new_owner_external_id": external_id_of(heir) if heir is not None else None,
     }
     return Response(MembershipEndedSerializer(body).data)
 
@@ -158,7 +166,7 @@ class LegacyMemberLeaveApi(APIView):
     def delete(self, request: Request, legacy_id: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
         left = services.membership_leave(legacy=legacy, user=request.user)
-        return _ended(request.user.get_username(), left)
+        return _ended(request.user, left)
 
 
 class LegacyMemberDetailApi(APIView):
@@ -176,11 +184,10 @@ class LegacyMemberDetailApi(APIView):
     )
     def delete(self, request: Request, legacy_id: str, username: str) -> Response:
         legacy = selectors.legacy_for_member(user=request.user, legacy_id=legacy_id)
-        removed = services.membership_remove(
-            legacy=legacy, removed_by=request.user,
-            username=_named(request, username, provision=False),
-        )
-        return _ended(username, removed)
+        named = _named(request, username, provision=False)
+        removed = services.membership_remove(legacy=legacy, removed_by=request.user,
+                                             username=named)
+        return _ended(get_user_model().objects.get(username=named), removed)
 
 
 class LegacyInvitationListCreateApi(APIView):

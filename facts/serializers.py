@@ -101,13 +101,17 @@ class FamilySerializer(serializers.Serializer):
 class MembershipEndedSerializer(serializers.Serializer):
     """What a member leaving, or being removed, did (docs/facts.md "Family")."""
 
-    username = serializers.CharField(help_text="Who is no longer a member.")
+    username = serializers.CharField(help_text="Who is no longer a member (their username, as "
+                                     "the family list gives it).")
+    external_id = serializers.CharField(allow_null=True, help_text=_EXTERNAL_ID_HELP)
     facts_made_private = serializers.IntegerField(
         help_text="How many of their shared facts about the legacy became private."
     )
     new_owner = serializers.CharField(
         allow_null=True, help_text="Who became owner because the only owner left, or null."
     )
+    new_owner_external_id = serializers.CharField(
+        allow_null=True, help_text="The new owner's external id (see `external_id`), or null.")
 
 
 class InvitationInputSerializer(StrictInputSerializer):

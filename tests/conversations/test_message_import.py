@@ -99,6 +99,15 @@ def test_sequences_continue_after_the_conversation_and_times_default_to_now(owne
         {"1": {"content": ["A message needs some content."]},
          "3": {"content": ["A message needs some content."]}},
     ),
+    (  # both at once (found by an integrator: the empty content came back only once the
+       # role was fixed)
+        [{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"},
+         {"role": "user", "content": ""}, {"role": "robot", "content": " "}],
+        {"1": {"role": ['"robot" is not a valid choice.']},
+         "2": {"content": ["A message needs some content."]},
+         "3": {"role": ['"robot" is not a valid choice.'],
+               "content": ["A message needs some content."]}},
+    ),
 ])
 def test_a_bad_message_is_named_by_its_index_and_nothing_is_written(owner_client, conversation,
                                                                    messages, errors):

@@ -314,7 +314,8 @@ def test_an_owner_removes_a_member_as_if_they_had_left(family, owner_client, mem
     )
     response = owner_client.delete(f"/api/legacies/{family.legacy.pk}/members/member")
     assert response.status_code == 200
-    assert response.json() == {"username": "member", "facts_made_private": 1, "new_owner": None}
+    assert response.json() == {"username": "member", "external_id": None, "facts_made_private": 1,
+                               "new_owner": None, "new_owner_external_id": None}
     assert not LegacyMembership.objects.filter(user=family.member).exists()
     # Their fact stays theirs but private; the family no longer sees it; they see nothing.
     shared.refresh_from_db()
@@ -435,7 +436,8 @@ def test_removing_someone_not_in_the_family_is_a_404(family, owner_client):
 def test_the_only_owner_leaves_and_hands_the_legacy_on(family, owner_client, path):
     response = owner_client.delete(f"/api/legacies/{family.legacy.pk}/members/{path}")
     assert response.status_code == 200
-    assert response.json() == {"username": "owner", "facts_made_private": 0, "new_owner": "member"}
+    assert response.json() == {"username": "owner", "external_id": None, "facts_made_private": 0,
+                               "new_owner": "member", "new_owner_external_id": None}
     assert LegacyMembership.objects.get(legacy=family.legacy).user == family.member
     assert LegacyMembership.objects.get(legacy=family.legacy).role == "owner"
     assert Legacy.objects.get(pk=family.legacy.pk).created_by == family.member

@@ -437,6 +437,10 @@ def test_a_platform_names_family_members_by_its_own_ids():
 
     removed = owner.delete(f"{members_url}/cousin-3")
     assert removed.status_code == 200
+    # Named as the family list names them, however the path named them (found by an
+    # integrator: the answer echoed the path, "ME" or an external id without its field).
+    assert (removed.json()["username"], removed.json()["external_id"]) == (
+        sent.json()["username"], "cousin-3")
     assert [m["external_id"] for m in owner.get(members_url).json()["members"]] == [
         "owner-1", "aunt-9"]
     # Removing an id nobody was given provisions nobody.
@@ -447,6 +451,10 @@ def test_a_platform_names_family_members_by_its_own_ids():
     bad = owner.post(members_url, {"username": "tab\there"}, format="json")
     assert bad.status_code == 403 and bad.json()["code"] == "invitation_required"
     assert User.objects.count() == users
+    # "me" in any case is the caller.
+    left = owner.delete(f"{members_url}/ME").json()
+    assert (left["username"], left["external_id"]) == (family[0]["username"], "owner-1")
+    assert (left["new_owner"], left["new_owner_external_id"]) == (family[2]["username"], "aunt-9")
 
 
 def test_a_platform_names_a_member_by_an_external_id_of_any_allowed_length():
