@@ -172,3 +172,33 @@ def test_the_next_conversation_writes_its_facts_with_the_name_said_in_an_earlier
         "Rosie grew peonies by the back door.", "Rosie was born in 1931."]
     assert list(other.extracted_facts.values_list("content", flat=True)) == [
         "Rose kept bees behind the garage."]
+
+
+# --- tuned on families8 after it was scored --------------------------------------------------
+
+
+def test_what_the_user_says_was_someone_elses_after_all_is_dropped():
+    assert facts_of(
+        ("assistant", "Was Lupe involved when the factory closed?"),
+        "yeah she marched with the fuerza unida ladies after. wait no, that was my tia lupe, "
+        "her sister-in-law, same name lol.",
+        name='Guadalupe "Lupe" Saldivar',
+    ) == []
+
+
+def test_someone_elses_after_all_drops_only_what_the_sentence_before_filed():
+    assert facts_of(
+        "Lupe sewed jeans at the Levi Strauss factory for 30 years.",
+        "My cousin got married in June. Actually, that was my tia lupe's wedding.",
+        name='Guadalupe "Lupe" Saldivar',
+    ) == ["Lupe sewed jeans at the Levi Strauss factory for 30 years."]
+
+
+def test_a_quoted_nickname_is_what_facts_are_written_with():
+    assert facts_of("Remedios was a nurse in Riyadh for ten years.",
+                    name='Remedios "Remy" Dizon') == ["Remy was a nurse in Riyadh for ten years."]
+
+
+def test_lola_is_a_grandmother_so_an_unlinked_mom_is_someone_else():
+    assert facts_of("my lola remy raised me. my mom is a nurse at kaiser.",
+                    name='Remedios "Remy" Dizon') == ["Remy raised me."]

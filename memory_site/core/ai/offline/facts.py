@@ -200,6 +200,10 @@ _CLEFT_BEFORE = re.compile(r"\bit(?:['’]s|\s+was|\s+is)(?:\s+[\w'’-]+){1,3}$
 # "Appa we called him": the name before is the object of the clause after.
 _OBJECT_ONLY = re.compile(r"^\S+\s+\S+(?:\s+\S+)?\s+(?:him|her|them|it|that)\W*$", re.IGNORECASE)
 # Joining words left at the end of the clause before: "he cooked then i cleaned".
+# Round 6: "…she marched with the fuerza unida ladies. wait no, that was my tia lupe": what was
+# just said was another person's (after a correction marker).
+_SOMEONE_ELSES_AFTER_ALL = re.compile(
+    r"^(?:that|it)\s+(?:was|were)\s+(?:actually\s+)?(?:my|our|her|his|their)\s+\w", re.IGNORECASE)
 _CLAUSE_JOINER = re.compile(r"\s+(?:and|but|so|then|plus|while|whereas)$", re.IGNORECASE)
 
 
@@ -838,6 +842,11 @@ class _BatchFacts:
         if any(values[k] for k in kinds):
             self._contents[self.facts.pop().content] -= 1
 
+    def drop_last(self) -> None:
+        """Drop the batch's last fact (the user said it was someone else's)."""
+        if self.facts:
+            self._contents[self.facts.pop().content] -= 1
+
     def drop_absolute(self) -> None:
         """Drop the batch's last fact when it says "never" or "always" (the exception said
         next shows it was not so)."""
@@ -1261,6 +1270,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     others = other_names([line.content for line in lines if line.role == "user"],
                          names | {w.lower() for w in legacy.names})
     facts = _BatchFacts()
+    sentence_start = 0  # the batch's facts when the sentence under way began
     pending_correction = False
     skipped_absolute = False  # the sentence before was a "never" left unfiled
     focus_on_legacy = False
@@ -1290,6 +1300,8 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
         said = _without_declared_name(line.content, legacy.names) if called else line.content
         answering, asked_about_legacy = asked_about_legacy, False
         for sentence in _clauses(split_sentences(said), reference, others):
+            # Whether the sentence before filed a new fact (a correction in place files none).
+            filed_before, sentence_start = len(facts.facts) > sentence_start, len(facts.facts)
             before, previous = previous, sentence
             before_is_users, previous_is_users = previous_is_users, True
             stripped, correction = _strip_markers(sentence)
@@ -1310,6 +1322,11 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                                       or bool(_MARKER_ONLY.match(body)))
                 continue
             correction, pending_correction = correction or pending_correction, False
+            if correction and _SOMEONE_ELSES_AFTER_ALL.match(body):
+                # "wait no, that was my tia lupe": the fact just filed was hers, not theirs.
+                if filed_before:
+                    facts.drop_last()
+                continue
             doubt = _DOUBT.match(sentence.strip())
             if doubt:
                 # "born in 1938. or was it 39?": the value just said is in doubt; the fact
