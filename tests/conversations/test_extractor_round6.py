@@ -202,3 +202,28 @@ def test_a_quoted_nickname_is_what_facts_are_written_with():
 def test_lola_is_a_grandmother_so_an_unlinked_mom_is_someone_else():
     assert facts_of("my lola remy raised me. my mom is a nurse at kaiser.",
                     name='Remedios "Remy" Dizon') == ["Remy raised me."]
+
+
+# --- the same pronoun again after a comma ---------------------------------------------------
+
+
+def test_the_same_pronoun_after_a_comma_starts_a_statement_of_its_own():
+    assert facts_of(
+        ("assistant", "Did Freda work in the mills?"),
+        "yeah she started at the india mill at 14 as a weaver, she ran 4 looms by the time "
+        "she was 20",
+        name="Freda Haworth",
+    ) == ["Freda started at the india mill at 14 as a weaver.",
+          "Freda ran 4 looms by the time she was 20."]
+
+
+@pytest.mark.parametrize("said", [
+    "he wasn't the oldest, he was the second of seven",  # taken back by what follows
+    "he could have been a historian, he knew every bridge",  # hedged
+    "he never learned to swim, he hated the water",  # a never: kept whole
+    "she was the best cook, she used to say it was all in the gravy",  # what she said
+    "she married my dadaji at 17, he was in the army",  # another pronoun
+])
+def test_a_clause_that_depends_on_its_sentence_is_not_cut(said):
+    facts = facts_of(("assistant", "Tell me about Biji."), said, name="Biji Kaur")
+    assert len(facts) <= 1

@@ -34,7 +34,7 @@ _HEDGE = re.compile(
     r"\b(if|would have|could have|should have|might|maybe|perhaps|probably|possibly|"
     r"i think|i guess|i suppose|i wonder|wonder if|i wish|not sure|imagine|supposedly|"
     r"appa?r[ae]nt?ly|aparr?ently|supposedly|supposably|allegedly|were here|i believe|seems|"
-    r"seemed to me|i reckon|reckons?|pretty sure|"
+    r"seemed to me|i reckon|reckons?|reckoned|pretty sure|"
     # Slang and hearsay: "thinks he mighta", "musta been", "they say she…", "so they say".
     r"mighta|mightve|might've|musta|mustve|coulda|i thought|i dunno|dunno if|"
     r"they say|they said|people say|so i'?m told|i was told|i heard|i'?m not sure|"
@@ -172,6 +172,37 @@ _REPORTED = re.compile(
 # (Searched from "and" alone, with the comma and spaces before it trimmed afterwards: a
 # pattern starting with ",?\s+" rescans a long run of spaces from each of its positions.)
 _AND_PRONOUN = re.compile(r"(?<=\s)and\s+(?=(?:she|he)\s)")
+# Round 6: "she started at the india mill at 14 as a weaver, she ran 6 looms by the time she was
+# 20": after a comma, the same pronoun again starts a statement of its own (_comma_clauses).
+_COMMA_PRONOUN = re.compile(r",\s+(?=(?:she|he)\s+[a-z])")
+_CLAUSE_PRONOUN = re.compile(r"^(?:(?:yeah|yes|yep|well|oh|and|so|then)[\s,]+)*(she|he)\s",
+                             re.IGNORECASE)
+# Kept whole: a clause taken back by the next ("he wasn't the oldest, he was the second", "he
+# opened the shop in 1979 not after the mill shut, he did both"), one that says what the person
+# could not or never did (more often taken back later than true: Round 4), a hedged one ("he
+# could have been a historian, he knew every bridge"), and what they said or thought ("…, she
+# used to say…").
+_KEEP_WHOLE = re.compile(r"\b(?:not|never|no\s+longer|\w+n['’]?t)\b", re.IGNORECASE)
+_SAYING = re.compile(r"^(?:she|he)\s+(?:used\s+to\s+|always\s+)?(?:say|said|says|reckon\w*|"
+                     r"thought|told|never|always|could|would|might)\b", re.IGNORECASE)
+
+
+def _comma_clauses(sentence: str) -> list[str]:
+    """`sentence` cut before each ", she …" that repeats the pronoun it opened with."""
+    opening = _CLAUSE_PRONOUN.match(sentence)
+    if opening is None:
+        return [sentence]
+    pronoun = opening.group(1).lower()
+    parts: list[str] = []
+    start = 0
+    for cut in _COMMA_PRONOUN.finditer(sentence):
+        head, rest = sentence[start:cut.start()], sentence[cut.end():]
+        if (rest.split(None, 1)[0].lower() != pronoun or _KEEP_WHOLE.search(head)
+                or _HEDGE.search(head) or _SAYING.match(rest)):
+            continue
+        parts.append(head)
+        start = cut.end()
+    return [*parts, sentence[start:]]
 
 
 # "he did the cooking i did the money": a new subject (i/we/they, or she/he after a clause
@@ -312,7 +343,8 @@ def _clauses(sentences: Sequence[str], reference: re.Pattern[str],
              others: re.Pattern[str] | None = None) -> list[str]:
     clauses: list[str] = []
     for sentence in [part for whole in sentences for piece in _split_new_subjects(whole, others)
-                     for part in _subjectless_parts(piece)]:
+                     for subjectless in _subjectless_parts(piece)
+                     for part in _comma_clauses(subjectless)]:
         parts = [part.rstrip().removesuffix(",").rstrip() if index < len(found) - 1 else part
                  for found in [_AND_PRONOUN.split(sentence)] for index, part in enumerate(found)]
         opening = _strip_lead_in(_strip_markers(parts[0])[0])
