@@ -227,3 +227,9 @@ def test_the_same_pronoun_after_a_comma_starts_a_statement_of_its_own():
 def test_a_clause_that_depends_on_its_sentence_is_not_cut(said):
     facts = facts_of(("assistant", "Tell me about Biji."), said, name="Biji Kaur")
     assert len(facts) <= 1
+
+
+def test_a_saying_far_from_the_persons_name_is_not_theirs():
+    far = "My mom Rose loved the garden. " + "We went to the lake every summer. " * 8
+    assert declared_name(far + "everyone called her Bee", ["Rose"]) is None
+    assert declared_name("My mom Rose, everyone called her Bee.", ["Rose"]).name == "Bee"

@@ -3,6 +3,7 @@ called Uncle), and the short forms a family uses ("Gene" for Eugene, "Peggy" for
 the hand-curated table of the `nicknames` package (offline: the table ships inside the package)."""
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -220,6 +221,8 @@ _DECLARATIONS = (
                rf"goes[ \t]+by|nicknamed|"
                rf"told[ \t]+(?:me|us)[ \t]+to[ \t]+call[ \t]+(?:him|her))[ \t]+{_NICK}"),
 )
+# How far from the person's name (in characters) a saying is read as about them.
+_NAME_REACH = 200
 # The forms of _DECLARATIONS that open with the name ("dot to everyone").
 _NAME_FIRST = (2, 3)
 _NAME_IN_TEXT = re.compile(r"(?<![\w'’])[A-Z][a-z'’]+")
@@ -253,6 +256,10 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
     if not own:
         return None
     said, own_words = _said_names(own)
+    # Where the message says the person's name, read once: a long message of sayings that are
+    # not of the person ("everyone called her freda" 800 times about Rose) stays linear.
+    mentions = [found.span() for found in said.finditer(text)]
+    ends = [end for _, end in mentions]
     for index, pattern in enumerate(_DECLARATIONS):
         for match in pattern.finditer(text):
             nick = match.group("nick").strip()
@@ -268,10 +275,15 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
             # The saying starts at the name in the forms that open with it ("dot to
             # everyone"), after the comma before it.
             start = match.start("nick") if index in _NAME_FIRST else match.start()
-            mentions = list(said.finditer(text, 0, start))
-            if not mentions and not said.search(text, match.end()):
+            # The name said last before the saying, close to it; else right after it.
+            before = bisect_right(ends, start) - 1
+            if before >= 0 and start - ends[before] <= _NAME_REACH:
+                between = text[ends[before]:start]
+            elif (before + 1 < len(mentions)
+                  and mentions[before + 1][0] - match.end() <= _NAME_REACH):
+                between = ""
+            else:
                 continue
-            between = text[mentions[-1].end():start] if mentions else ""
             if any(w not in NOT_NAMES and w.lower() not in own_words
                    and w.lower() not in FAMILY_OF
                    for w in _NAME_IN_TEXT.findall(between)):
