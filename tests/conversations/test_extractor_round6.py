@@ -233,3 +233,12 @@ def test_a_saying_far_from_the_persons_name_is_not_theirs():
     far = "My mom Rose loved the garden. " + "We went to the lake every summer. " * 8
     assert declared_name(far + "everyone called her Bee", ["Rose"]) is None
     assert declared_name("My mom Rose, everyone called her Bee.", ["Rose"]).name == "Bee"
+
+
+@pytest.mark.parametrize(("said", "name"), [
+    ("my grandpa hung nguyen, we called him ong noi.", "Hung Nguyen"),
+    ("My mother, Bridie Costigan.", 'Bridget "Bridie" Costigan'),
+    ("my lola remy, remedios dizon.", 'Remedios "Remy" Dizon'),
+])
+def test_the_persons_names_alone_are_no_fact(said, name):
+    assert facts_of(said, name=name) == []

@@ -560,14 +560,20 @@ _TRAILING_CLAUSE = re.compile(
     re.IGNORECASE,
 )
 _BARE_NOT = re.compile(r" not (?:in |the |a |an )?([\w'-]+)$")
+_NAMING_WORDS = frozenset(["my", "our", "late", "dear", "beloved", "the", "a", "and"])
 _EMPTY_ENDINGS = frozenset(["it", "that", "this", "so", "too", "did", "does", "do", "tried",
                            "was", "is", "had", "has", "one", "them", "him", "her"])
 
 
-def _says_something(content: str) -> bool:
-    """ "She did." or "Rose loved it." carry no fact on their own."""
+def _says_something(content: str, names: frozenset[str] = frozenset()) -> bool:
+    """ "She did." or "Rose loved it." carry no fact on their own, nor the person's names and
+    kinship words alone ("my grandpa hung nguyen" → "Ong Noi nguyen."; `names`: the words of
+    their names, lower case)."""
     words = re.findall(r"[A-Za-z0-9']+", content)
-    return len(words) >= 3 and words[-1].lower() not in _EMPTY_ENDINGS
+    if len(words) < 3 or words[-1].lower() in _EMPTY_ENDINGS:
+        return False
+    return any(w.lower() not in names and w.lower() not in FAMILY_OF
+               and w.lower() not in _NAMING_WORDS for w in words)
 
 
 # A value corrected inside the sentence: "in the raf, no sorry the navy", "first tenor, well
@@ -1299,6 +1305,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
     naming = re.compile(rf"^{re.escape(legacy.display)}\s+(?:was|is)\s+(?:called\s+|named\s+)?"
                         rf"(?:{alternation(legacy.names)})\b")
     names = {w.lower() for name in (legacy_name, *aliases) for w in re.findall(r"\w+", name)}
+    name_words = frozenset(names | {w.lower() for n in legacy.names for w in re.findall(r"\w+", n)})
     others = other_names([line.content for line in lines if line.role == "user"],
                          names | {w.lower() for w in legacy.names})
     facts = _BatchFacts()
@@ -1469,7 +1476,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 if resolved is None:
                     continue
                 content = _rewrite(resolved, subject, legacy.display)
-                if (not _says_something(content) or naming.match(content)
+                if (not _says_something(content, name_words) or naming.match(content)
                         or _UNRESOLVED_CORRECTION.search(content)):
                     continue
                 if mobility_absolute(content):
