@@ -15,6 +15,7 @@ the conversation's persona only when it alone does not fit (a row older than
 PERSONA_MAX_TOKENS, or a budget lowered later).
 """
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,7 +47,7 @@ CUT_ORDER = (
     "messages",           # replayed messages before the raw turns, oldest first
     "session_state",      # whole block
     "rolling_summary",    # whole block
-    "facts",              # newest line first (facts are ordered oldest first)
+    "facts",              # the newest line of the author holding most of the block first
     "places",             # last line first
     "memory",             # last line first
     "raw_turns",          # the last CONTEXT_RAW_TURNS turns, oldest message first; the latest stays
@@ -372,7 +373,6 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
         "messages": pop_message("messages"),
         "session_state": lambda: _drop_section(packet, "session_state"),
         "rolling_summary": lambda: _drop_section(packet, "rolling_summary"),
-        "facts": pop_line("facts"),
         "places": pop_line("places"),
         "memory": pop_line("memory"),
         "raw_turns": pop_message("raw_turns"),
@@ -431,22 +431,78 @@ def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any
         uncounted += 1
 
 
-def _cap_facts(packet: ContextPacket, cut: Callable[[], dict[str, Any] | None]) -> None:
-    """The facts block cut, newest first, to CONTEXT_FACTS_MAX_SHARE of the budget, before
+def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int]) -> list[int]:
+    """The facts' lines in the order they are cut: always the newest line of the author whose
+    lines hold the most tokens still (ties: the newer line first). A family member who shares
+    hundreds of long facts has theirs cut before anyone else's: cut newest first, they took the
+    whole block and kept out every fact learned after them, the reader's own included (found
+    by a hostile relative). With one author, newest first, as before."""
+    by_author: dict[Any, list[tuple[int, int]]] = {}
+    totals: dict[Any, int] = {}
+    for index, line in enumerate(lines):
+        author = getattr(line.row, "user_id", None)
+        count = tokens(line.text)
+        by_author.setdefault(author, []).append((index, count))
+        totals[author] = totals.get(author, 0) + count
+    heap = [(-totals[a], -rows[-1][0], i) for i, (a, rows) in enumerate(by_author.items())]
+    authors = list(by_author)
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        total, _, slot = heapq.heappop(heap)
+        rows = by_author[authors[slot]]
+        index, count = rows.pop()
+        order.append(index)
+        if rows:
+            heapq.heappush(heap, (total + count, -rows[-1][0], slot))
+    return order
+
+
+def _cut_facts(packet: ContextPacket, budget: int,
+               measure: Callable[[], int] | None = None) -> None:
+    """The facts' lines cut in _fair_cut_order while `measure` is over `budget`, counted as
+    _cut_lines counts; the lines left keep their order (oldest first)."""
+    measure = measure or packet.total_tokens
+    section = packet.section("facts")
+    lines = list(section.lines)
+    removed: set[int] = set()
+
+    def keep() -> None:
+        section.lines = [line for index, line in enumerate(lines) if index not in removed]
+
+    total, uncounted = measure(), 0
+    for index in _fair_cut_order(lines, packet.text_tokens):
+        if uncounted and total <= budget + _JOIN_SLACK * uncounted:
+            keep()
+            total, uncounted = measure(), 0
+        if total <= budget:
+            break
+        removed.add(index)
+        packet.cuts.append({"part": "facts", "item": _describe(lines[index])})
+        total -= packet.text_tokens(lines[index].text)
+        uncounted += 1
+    keep()
+
+
+def _cap_facts(packet: ContextPacket) -> None:
+    """The facts block cut (_cut_facts) to CONTEXT_FACTS_MAX_SHARE of the budget, before
     anything else is cut: an author of thousands of facts (a long imported history) had the
     retrieved units, the session state and the rolling summary cut for them, and the agent
     saw facts only."""
     section = packet.section("facts")
     cap = int(settings.CONTEXT_TOKEN_BUDGET * settings.CONTEXT_FACTS_MAX_SHARE)
-    _cut_lines(packet, "facts", cut, cap, measure=lambda: packet.text_tokens(section.render()))
+    _cut_facts(packet, cap, measure=lambda: packet.text_tokens(section.render()))
 
 
 def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
     budget = settings.CONTEXT_TOKEN_BUDGET
     steps = _cut_steps(packet)
     if "facts" in parts:
-        _cap_facts(packet, steps["facts"])
+        _cap_facts(packet)
     for part in parts:
+        if part == "facts":
+            _cut_facts(packet, budget)
+            continue
         if part in _LINE_PARTS:
             _cut_lines(packet, part, steps[part], budget)
             continue

@@ -359,3 +359,29 @@ def test_thousands_of_facts_take_at_most_their_share_of_the_budget(talked, setti
     assert packet.total_tokens() <= 3000
     # The oldest facts stay, as the cut order keeps them.
     assert facts.rows[0].content.startswith("Rose kept bees")
+
+
+def test_a_member_who_shares_hundreds_of_long_facts_does_not_crowd_out_the_readers(
+        talked, settings, family):
+    """Found by a hostile relative: a member shared 120 facts of 500 characters; cut newest
+    first, they took the whole facts block of every other member's packet, and every fact
+    learned after them (the reader's own included) was cut. Now the author holding most of the
+    block loses their newest first: the others' facts stay, in their order."""
+    filler = " ".join(["lorem ipsum dolor sit amet consectetur"] * 12)
+    for n in range(120):
+        LegacyFactFactory(legacy=talked.legacy, user=family.member, visibility="shared",
+                          content=f"Rose {n} {filler}")
+    mine = LegacyFactFactory(legacy=talked.legacy, user=talked.user,
+                             content="Rose grew tomatoes in the greenhouse.")
+    settings.CONTEXT_TOKEN_BUDGET = 3000
+
+    packet = build_context(conversation=talked, now=NOW)
+    rows = packet.section("facts").rows
+    assert mine in rows
+    assert [f for f in rows if f.user_id == talked.user_id][:6] == [
+        f for f in rows if f.content.startswith("Rose kept bees")]
+    assert any(f.user_id == family.member.pk for f in rows)  # their oldest stay, to the cap
+    assert [f.extracted_at for f in rows] == sorted(f.extracted_at for f in rows)
+    assert packet.total_tokens() <= 3000
+    cut_ids = {cut["item"]["id"] for cut in packet.cuts if cut["part"] == "facts"}
+    assert str(mine.pk) not in cut_ids and len(cut_ids) > 100
