@@ -297,18 +297,24 @@ def _tables() -> dict[str, str]:
 
 # The last column: whether a recorded conflict sets the fact against another current fact the
 # user may see too (as conflicts_visible_to shows them: never one of another member's private).
-# The legacy's conflicts are read once (a hashed subplan), not once a fact: with a conflict per
-# row, an EXISTS per fact read every conflict for every fact, and 3,000 took seconds.
+# Two probes of the conflicts' indexes a fact (fact_a_id, fact_b_id), stopping at the first
+# such conflict: the cost grows with the facts read and their own conflicts (at most
+# FACT_CONFLICTS_PER_FACT_MAX each written), never with the legacy's. Read as one hashed list
+# of the legacy's conflicts, it was fast while the list fitted work_mem; past it (two members'
+# 1,800 contradicting facts made 410,000 conflicts) PostgreSQL read the list from disk once a
+# fact, and every member's packet took 30 seconds (found by a hostile relative).
+_DISPUTED = """
+(EXISTS (SELECT 1 FROM {conflicts} c JOIN {facts} o ON o.id = c.fact_b_id
+         WHERE c.fact_a_id = f.id AND o.superseded_by_id IS NULL
+           AND (o.user_id = %(user_id)s OR o.visibility = 'shared'))
+ OR EXISTS (SELECT 1 FROM {conflicts} c JOIN {facts} o ON o.id = c.fact_a_id
+            WHERE c.fact_b_id = f.id AND o.superseded_by_id IS NULL
+              AND (o.user_id = %(user_id)s OR o.visibility = 'shared')))
+"""
 _VISIBLE_FACTS_SQL = """
 SELECT coalesce(json_agg(json_build_array(
          f.id, f.legacy_id, f.user_id, f.category, f.content, f.visibility, u.{username},
-         f.id IN (SELECT c.fact_a_id FROM {conflicts} c JOIN {facts} o ON o.id = c.fact_b_id
-                  WHERE c.legacy_id = %(legacy_id)s AND o.superseded_by_id IS NULL
-                    AND (o.user_id = %(user_id)s OR o.visibility = 'shared')
-                  UNION ALL
-                  SELECT c.fact_b_id FROM {conflicts} c JOIN {facts} o ON o.id = c.fact_a_id
-                  WHERE c.legacy_id = %(legacy_id)s AND o.superseded_by_id IS NULL
-                    AND (o.user_id = %(user_id)s OR o.visibility = 'shared')))
+         """ + _DISPUTED + """)
          ORDER BY f.extracted_at, f.id), '[]'::json)
 FROM {facts} f JOIN {users} u ON u.id = f.user_id
 WHERE f.legacy_id = %(legacy_id)s AND (f.user_id = %(user_id)s OR f.visibility = 'shared')

@@ -951,7 +951,7 @@ def _record_conflicts(fact: LegacyFact) -> None:
     _lock_conflict_checks(fact.legacy_id)
     others = LegacyFact.objects.filter(
         legacy_id=fact.legacy_id, superseded_by__isnull=True
-    ).exclude(user_id=fact.user_id).only("id", "content")
+    ).exclude(user_id=fact.user_id).only("id", "content").order_by("extracted_at", "id")
     conflicts = []
     for other in others:
         found = contradiction(fact.content, other.content)
@@ -960,6 +960,11 @@ def _record_conflicts(fact: LegacyFact) -> None:
         a, b = sorted([fact.pk, other.pk])
         conflicts.append(FactConflict(fact_a_id=a, fact_b_id=b, legacy_id=fact.legacy_id,
                                       attribute=found[0].name))
+        if len(conflicts) >= settings.FACT_CONFLICTS_PER_FACT_MAX:
+            # Enough to show the fact is disputed, and the conflicts grow with the facts:
+            # a conflict per pair let two members who each stated hundreds of contradicting
+            # values record hundreds of thousands (found by a hostile relative).
+            break
     # One statement however many (a member may hold thousands of facts that one contradicts,
     # each written one by one under the legacy's lock before); a pair recorded already stays.
     FactConflict.objects.bulk_create(conflicts, ignore_conflicts=True)

@@ -37,6 +37,11 @@ def _group_by_category(facts: list[LegacyFact]) -> list[tuple[str, list[LegacyFa
     return [(category, items) for category, items in groups.items() if items]
 
 
+# How many conflicts the facts page lists, and how many each fact's row names.
+CONFLICTS_LISTED = 20
+CONFLICTS_PER_ROW = 3
+
+
 def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
     """The facts page's lists, narrowed by its `category` and `q` query parameters."""
     category = request.GET.get("category", "")
@@ -69,7 +74,9 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
         "categories": LegacyFact.Category.values,
         "visibilities": LegacyFact.Visibility.choices,
         "members": selectors.legacy_members(legacy=legacy),
-        "conflicts": conflicts,
+        # The page lists the first CONFLICTS_LISTED (the conflicts API pages through all).
+        "conflicts": conflicts[:CONFLICTS_LISTED],
+        "conflicts_total": len(conflicts),
         "fact_max_chars": settings.FACT_MAX_CHARS,
     }
 
@@ -94,7 +101,11 @@ def _with_lifecycle(
         conflicting.setdefault(conflict.fact_b_id, []).append(conflict.fact_a)
     for fact in facts:
         fact.corrected_values = corrections.get(fact.pk, [])
-        fact.conflicting = conflicting.get(fact.pk, [])
+        others = conflicting.get(fact.pk, [])
+        # A few on its row: a fact another member contradicted hundreds of times made a row of
+        # hundreds, and a page of 170 MB (found by a hostile relative).
+        fact.conflicting, fact.conflicting_more = (others[:CONFLICTS_PER_ROW],
+                                                   max(len(others) - CONFLICTS_PER_ROW, 0))
     return facts
 
 
