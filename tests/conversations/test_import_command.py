@@ -150,6 +150,9 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_imported(family, histor
         "line 3: username: No such user.",
         "line 4: legacy_id: stranger is not a member of this legacy.",
         'line 5: messages.1.role: "robot" is not a valid choice.',
+        # Both of the message's errors at once (an integrator found the content's only came
+        # back once the role was fixed).
+        "line 5: messages.1.content: A message needs some content.",
     ]
     assert not Conversation.objects.exists()
 
