@@ -151,7 +151,9 @@ class CommandTextField(serializers.CharField):
 
 
 class CommandInputSerializer(StrictInputSerializer):
-    text = CommandTextField(trim_whitespace=True)
+    # A command is a few words and an id: a longer text is no command (found by a hostile
+    # relative: ten million characters were echoed back twice).
+    text = CommandTextField(trim_whitespace=True, max_length=1000)
 
 
 class CommandRefusalSerializer(ErrorSerializer):

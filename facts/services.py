@@ -729,6 +729,11 @@ def fact_delete(*, fact: LegacyFact, user: AbstractBaseUser) -> None:
         # A writer recording a conflict with this fact has read it: it finishes first, or its
         # conflict's foreign key would find the fact gone (_record_conflicts).
         _lock_conflict_checks(fact.legacy_id)
+        if not LegacyFact.objects.filter(pk=fact.pk).exists():
+            # Read before the locks, deleted meanwhile by another request (a delete or an
+            # undo of the same fact): that one deleted it, this one did not (found by a hostile
+            # relative: eight deletes at once all answered 204).
+            raise NotFound("No such fact: it was deleted meanwhile.")
         _unlink_history([fact.pk])
         LegacyFact.objects.filter(pk=fact.pk).delete()
 

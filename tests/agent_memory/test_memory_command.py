@@ -292,6 +292,14 @@ def test_memory_lists_by_category_with_ids(client, memories):
         assert response.json() == {"reply": expected}
 
 
+def test_a_text_longer_than_a_command_is_a_400_that_echoes_nothing(client):
+    """Found by a hostile relative: ten million characters came back twice in a 404."""
+    response = _command(client, "/memory delete " + "a" * 5000)
+    assert response.status_code == 400
+    assert len(response.content) < 500
+    assert response.json()["errors"]["text"]
+
+
 def test_memory_with_nothing_stored(client):
     response = _command(client, "/memory")
     assert response.status_code == 200

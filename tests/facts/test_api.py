@@ -373,6 +373,19 @@ def test_author_deletes_a_fact(family, facts, owner_client):
     assert Conversation.objects.count() == 1
 
 
+def test_a_fact_deleted_meanwhile_is_not_deleted_twice(family, facts):
+    """Found by a hostile relative: eight deletes of one fact at once all answered 204. Each
+    reads the fact, then waits for the locks; the second finds it gone: 404."""
+    from facts import services
+    from memory_site.core.errors import NotFound
+
+    fact = facts["owner_private"]
+    stale = LegacyFact.objects.get(pk=fact.pk)  # as the other request read it
+    services.fact_delete(fact=fact, user=family.owner)
+    with pytest.raises(NotFound):
+        services.fact_delete(fact=stale, user=family.owner)
+
+
 @pytest.mark.parametrize(
     ("method", "suffix"),
     [("get", ""), ("patch", ""), ("delete", ""), ("patch", "/visibility")],
