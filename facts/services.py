@@ -2,6 +2,7 @@
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Model, Q
+from django.db.models import Case, Model, Q, When
 from django.utils import timezone
 
 from facts.models import FactConflict, Legacy, LegacyFact, LegacyInvitation, LegacyMembership
@@ -553,7 +554,7 @@ def fact_find_duplicate(
     and months (`fact_values`): a corrected year is a new fact, not a duplicate.
     Categories are ignored: the same statement filed under two categories is still one fact.
     """
-    key, words = _dedup_words(content)
+    key, words, tail = _dedup_words(content)
     values = fact_values(content)
     threshold = settings.FACT_DEDUP_SIMILARITY
     # Only current facts: saying a value again that a correction replaced is a new fact (which
@@ -565,23 +566,34 @@ def fact_find_duplicate(
     # cached by text (an archive compares each new fact with the same facts batch after
     # batch), and only the duplicate found is loaded.
     for pk, other_content in candidates.values_list("pk", "content"):
-        other_key, other = _dedup_words(other_content)
+        other_key, other, other_tail = _dedup_words(other_content)
         if other_key == key:
             return LegacyFact.objects.get(pk=pk)
-        union = len(words | other)
         if (
-            union and len(words & other) / union >= threshold
+            (_jaccard(words, other) >= threshold
+             # The person named otherwise ("Freda loved brass band music" and "Winifred
+             # loved …": the name the family calls them by, learnt later): what follows the
+             # name is the same (found by a live check).
+             or (len(tail) >= 3 and _jaccard(tail, other_tail) >= threshold))
             and fact_values(other_content) == values
         ):
             return LegacyFact.objects.get(pk=pk)
     return None
 
 
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
 @lru_cache(maxsize=FACT_TEXT_CACHE_SIZE)
-def _dedup_words(content: str) -> tuple[str, frozenset[str]]:
-    """A text's duplicate key (`normalize_fact_text`) and the set of its words."""
+def _dedup_words(content: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """A text's duplicate key (`normalize_fact_text`), the set of its words and, when it
+    opens with a name (a capital), the set of the words after it (else empty)."""
     key = normalize_fact_text(content)
-    return key, frozenset(key.split())
+    words = key.split()
+    named = content.lstrip()[:1].isupper()
+    return key, frozenset(words), frozenset(words[1:]) if named else frozenset()
 
 
 def fact_create(
@@ -954,22 +966,28 @@ def _record_conflicts(fact: LegacyFact) -> None:
     fact; without turns, each read the other's facts before they were committed and neither
     saw the conflict."""
     _lock_conflict_checks(fact.legacy_id)
+    # Shared facts first: a conflict every member may see is not left out for private ones.
     others = LegacyFact.objects.filter(
         legacy_id=fact.legacy_id, superseded_by__isnull=True
-    ).exclude(user_id=fact.user_id).only("id", "content").order_by("extracted_at", "id")
+    ).exclude(user_id=fact.user_id).only("id", "user_id", "content").order_by(
+        Case(When(visibility=LegacyFact.Visibility.SHARED, then=0), default=1),
+        "extracted_at", "id")
     conflicts = []
+    per_author: Counter = Counter()
     for other in others:
+        if per_author[other.user_id] >= settings.FACT_CONFLICTS_PER_FACT_MAX:
+            # Enough to show the fact is disputed, and the conflicts grow with the facts: a
+            # conflict per pair let two members who each stated hundreds of contradicting
+            # values record hundreds of thousands (found by a hostile relative). Each other
+            # member's count is their own: one member's many facts hide no one else's.
+            continue
         found = contradiction(fact.content, other.content)
         if found is None:
             continue
         a, b = sorted([fact.pk, other.pk])
         conflicts.append(FactConflict(fact_a_id=a, fact_b_id=b, legacy_id=fact.legacy_id,
                                       attribute=found[0].name))
-        if len(conflicts) >= settings.FACT_CONFLICTS_PER_FACT_MAX:
-            # Enough to show the fact is disputed, and the conflicts grow with the facts:
-            # a conflict per pair let two members who each stated hundreds of contradicting
-            # values record hundreds of thousands (found by a hostile relative).
-            break
+        per_author[other.user_id] += 1
     # One statement however many (a member may hold thousands of facts that one contradicts,
     # each written one by one under the legacy's lock before); a pair recorded already stays.
     FactConflict.objects.bulk_create(conflicts, ignore_conflicts=True)

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
@@ -55,11 +56,17 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
             [filter_error, f"Search text: {NUL_MESSAGE} Showing every fact."]
         ).strip()
         text = ""
-    conflicts = list(selectors.conflicts_visible_to(request.user, legacy))
-    visible = _with_lifecycle(request.user, list(
+    shown = list(
         selectors.facts_filtered(user=request.user, legacy=legacy, category=category, text=text)
         .select_related("source_conversation")
-    ), conflicts=conflicts)
+    )
+    all_conflicts = selectors.conflicts_visible_to(request.user, legacy)
+    # The rows' conflicts: those of the facts shown only (a filter showing one fact read every
+    # conflict of the legacy: found by a live check); the list: the first CONFLICTS_LISTED.
+    ids = [fact.pk for fact in shown]
+    visible = _with_lifecycle(request.user, shown, conflicts=list(
+        all_conflicts.filter(Q(fact_a__in=ids) | Q(fact_b__in=ids))))
+    listed = [_mine_first(conflict, request.user) for conflict in all_conflicts[:CONFLICTS_LISTED]]
     mine = [f for f in visible if f.user_id == request.user.pk]
     return {
         "legacy": legacy,
@@ -75,10 +82,20 @@ def _facts_page_context(request: HttpRequest, legacy: Legacy) -> dict:
         "visibilities": LegacyFact.Visibility.choices,
         "members": selectors.legacy_members(legacy=legacy),
         # The page lists the first CONFLICTS_LISTED (the conflicts API pages through all).
-        "conflicts": conflicts[:CONFLICTS_LISTED],
-        "conflicts_total": len(conflicts),
+        "conflicts": listed,
+        "conflicts_total": all_conflicts.count() if len(listed) == CONFLICTS_LISTED else len(listed),
         "fact_max_chars": settings.FACT_MAX_CHARS,
     }
+
+
+def _mine_first(conflict: FactConflict, user: object) -> FactConflict:
+    """The conflict with `pair`: the viewer's own fact first, when one of the two is theirs
+    (they were shown in the order of the facts' ids: a live check read "ben: … / You: …" and
+    "You: … / ben: …" in one list)."""
+    theirs_first = conflict.fact_b.user_id == user.pk and conflict.fact_a.user_id != user.pk
+    conflict.pair = ((conflict.fact_b, conflict.fact_a) if theirs_first
+                     else (conflict.fact_a, conflict.fact_b))
+    return conflict
 
 
 def _with_lifecycle(

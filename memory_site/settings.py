@@ -347,9 +347,9 @@ FACT_DEDUP_SIMILARITY = env_float("FACT_DEDUP_SIMILARITY", 0.8)
 # An archive batch is sent with at most this many of the user's current facts about the legacy
 # (most relevant to the batch, then most recent, first), the ones a correction may supersede.
 FACT_CORRECTION_KNOWN_FACTS = env_int("FACT_CORRECTION_KNOWN_FACTS", 40)
-# A fact written records at most this many conflicts with other members' facts (the oldest it
-# contradicts): two members who each state hundreds of contradicting values recorded a conflict
-# per pair, hundreds of thousands, and every member's packet slowed to half a minute.
+# A fact written records at most this many conflicts with each other member's facts (shared
+# first, then the oldest): two members who each state hundreds of contradicting values recorded
+# a conflict per pair, hundreds of thousands, and every member's packet slowed to half a minute.
 FACT_CONFLICTS_PER_FACT_MAX = env_int("FACT_CONFLICTS_PER_FACT_MAX", 20)
 
 # --- Webhooks of platforms (docs/webhooks.md) -------------------------------------------------

@@ -3,12 +3,14 @@ in the same batch, a later batch or a later conversation; undo restores it exact
 corrections leave one current fact; across members a contradiction is a conflict, shown only
 where the viewer may see both facts."""
 
+import re
 import threading
 import time
 
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connections, transaction
+from django.db.models import Q
 
 from conversations.services import summarization
 from facts import selectors, services
@@ -16,7 +18,7 @@ from facts.models import FactConflict, LegacyFact
 from memory_site.core import events
 from memory_site.core.ai.base import LLMOutputError, parse_summary_extraction
 from tests.conftest import api_client_for
-from tests.factories import ConversationFactory, LegacyFactFactory
+from tests.factories import ConversationFactory, LegacyFactFactory, MembershipFactory, UserFactory
 from tests.factories import import_messages as bulk_import
 from tests.support.csrf import csrf_token, signed_in
 
@@ -1001,3 +1003,42 @@ def test_an_author_of_many_facts_is_compared_from_cache(family):
     services.fact_find_duplicate(legacy=family.legacy, user=family.owner,
                                  content="Rose baked bread on Fridays.")
     assert _dedup_words.cache_info().hits - hits >= 9000
+
+
+def test_the_cap_records_shared_facts_first_and_counts_each_member_apart(family, settings):
+    """Found by a review: the cap kept the oldest contradicted facts whatever their visibility,
+    so three old private facts hid the conflict between two shared ones for good; and one
+    member's many facts used the whole cap."""
+    settings.FACT_CONFLICTS_PER_FACT_MAX = 3
+    third = UserFactory(username="third")
+    MembershipFactory(legacy=family.legacy, user=third)
+    for year in (1900, 1901, 1902):
+        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                          content=f"Rose was born in {year}.", visibility="private")
+    shared = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                               content="Rose was born in 1925.", visibility="shared")
+    thirds = LegacyFactFactory(legacy=family.legacy, user=third, category="milestone",
+                               content="Rose was born in 1926.", visibility="shared")
+    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                   category="milestone", content="Rose was born in 1931.",
+                                   visibility="shared")
+    others = {c.fact_a_id if c.fact_b_id == mine.pk else c.fact_b_id
+              for c in FactConflict.objects.filter(Q(fact_a=mine) | Q(fact_b=mine))}
+    assert shared.pk in others and thirds.pk in others and len(others) == 4
+    rows = {f.pk: f for f in selectors.facts_from_json(_visible_json(family))}
+    assert rows[mine.pk].disputed and rows[shared.pk].disputed and rows[thirds.pk].disputed
+
+
+def test_the_facts_page_lists_the_viewers_fact_first_and_a_filter_reads_its_facts_only(
+        family, settings):
+    for year in range(1900, 1905):
+        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                          content=f"Rose was born in {year}.", visibility="shared")
+    services.fact_create(legacy=family.legacy, user=family.owner, category="milestone",
+                         content="Rose was born in 1931.", visibility="shared")
+    client = signed_in(family.owner)
+    html = client.get(f"/legacies/{family.legacy.pk}/facts").content.decode()
+    pairs = re.findall(r'<li class="conflict-pair">\s*<p>(\w+):', html)
+    assert pairs == ["You"] * 5
+    filtered = client.get(f"/legacies/{family.legacy.pk}/facts", {"q": "1903"}).content.decode()
+    assert filtered.count("member remembers") == 0 and "You remember" in filtered

@@ -88,3 +88,16 @@ def test_editing_a_fact_to_correct_its_year_is_allowed(family):
 )
 def test_fact_values(content, values):
     assert services.fact_values(content) == values
+
+
+@pytest.mark.parametrize(("first", "again", "duplicate"), [
+    # The person named otherwise: the name the family calls them by, learnt later (found by a
+    # live check: "Freda loved brass band music." was stored beside "Winifred loved …").
+    ("Winifred loved brass band music.", "Freda loved brass band music.", True),
+    ("Winifred was born in Blackburn in 1933.", "Freda was born in Blackburn in 1934.", False),
+    ("Winifred sang.", "Freda sang.", False),  # too little after the name to tell
+])
+def test_a_fact_said_again_under_another_name(family, first, again, duplicate):
+    kept = _create(family, first)[0]
+    fact, created = _create(family, again)
+    assert (fact == kept and not created) == duplicate

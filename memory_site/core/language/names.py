@@ -26,7 +26,9 @@ _TITLES = frozenset(["mr", "mrs", "ms", "miss", "mx", "dr", "rev", "prof"])
 # Before a name these are a religious title, not a relative ("Father Murphy", "Sister Mary"),
 # as in the kinship rules; alone ("Mother") they are a kinship word.
 _RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
-_NICKNAME = re.compile(r'["“(]([^"”)]+)["”)]')
+# In double quotes, brackets or single quotes (`Margaret 'Peggy' Olsen`; not the apostrophe of
+# O'Neill, inside a word).
+_NICKNAME = re.compile(r'["“(]([^"”)]+)["”)]|(?<![\w\'’])[\'‘]([^\'’]+?)[\'’](?![\w\'’])')
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def read_legacy_name(written: str) -> LegacyName:
     word after the opening ones is in lower case ("Grandma was born…") there is no name
     after them, and the text is read from its start, as a fact's subject is ("Grandma"); a
     word of a script without case ("Uncle 李") is a name."""
-    nicknames = [n.strip() for n in _NICKNAME.findall(written) if n.strip()]
+    nicknames = [n.strip() for pair in _NICKNAME.findall(written) for n in pair if n.strip()]
     words = _NICKNAME.sub(" ", written).split()
     kinds: list[str] = []
     for word in words:
@@ -190,8 +192,22 @@ _NOT_CALLED = frozenset([
     "ma'am", "love", "darling", "dear", "honey", "babe", "sweetheart", "mate", "boss",
     "young", "oh", "ah", "no", "yes", "yeah", "yep", "nah", "well", "ok", "okay", "like", "um",
     "erm", "i", "we",
+    # When, how often ("I called her last night", "called her Sundays", "most days").
+    "last", "next", "first", "right", "most", "early", "late", "nightly",
+    "sundays", "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "saturdays",
+    "weekends", "nights", "mornings", "evenings", "afternoons", "several", "many",
+    "some", "few", "lots", "loads", "over", "round", "around", "straight",
+    # What they were called for ("everyone called her beautiful").
+    "beautiful", "lovely", "pretty", "gorgeous", "sweet", "mean", "strict", "kind", "funny",
+    "brave", "strong", "lucky", "wise", "clever", "smart", "silly", "wonderful", "amazing",
+    "special", "difficult", "bossy", "tough", "soft", "old-fashioned", "stingy", "generous",
+    "things",
 ])
-_NICK_WORD = r"[A-Za-z][A-Za-z'’-]*"
+# A word of a name, in any script ("Zoë", "José", "Élise"), whole, and not endless: the name
+# is stored (Conversation.called_name).
+_NICK_WORD = r"[^\W\d_][\w'’-]{0,30}(?![\w'’-])"
+# The longest name read as what the family calls someone.
+CALLED_MAX_CHARS = 64
 _NICK_PREFIX = r"|".join(sorted({*FAMILY_OF, *_NAME_PREFIXES}, key=len, reverse=True))
 _NICK = rf"(?P<nick>(?:(?i:{_NICK_PREFIX})[ \t]+{_NICK_WORD}|{_NICK_WORD}))"
 _EVERYONE = (r"(?:every(?:one|body)|we(?:[ \t]+all)?|all[ \t]+of[ \t]+us|the[ \t]+(?:whole[ \t]+)?"
@@ -201,8 +217,8 @@ _DECLARATIONS = (
     # "everyone called her freda", "we call her Tete Ru", "i called him pa G"
     re.compile(rf"(?<![\w'’])(?i:{_EVERYONE}[ \t]+{_CALLED}[ \t]+(?:him|her))[ \t]+{_NICK}"),
     # "we all said Fonso" (a capital: "we said yes" names nobody)
-    re.compile(r"(?<![\w'’])(?i:we(?:[ \t]+all)?[ \t]+(?:said|say))[ \t]+"
-               r"(?P<nick>[A-Z][A-Za-z'’-]+)(?![ \t]+(?:[a-z]))"),
+    re.compile(rf"(?<![\w'’])(?i:we(?:[ \t]+all)?[ \t]+(?:said|say))[ \t]+"
+               rf"(?P<nick>{_NICK_WORD})(?![ \t]+[a-z])"),
     # "dot to everyone", "mama lote to all us grandkids", "tammie tae everybody"
     re.compile(rf"(?:^|[,;:.!(]|—|–|[ \t]-)[ \t]*(?:just[ \t]+)?{_NICK}[ \t]+(?i:to|tae)[ \t]+"
                rf"(?i:every(?:one|body)|all[ \t]+(?:of[ \t]+)?us|us[ \t]+all|all[ \t]+us"
@@ -221,6 +237,28 @@ _DECLARATIONS = (
                rf"goes[ \t]+by|nicknamed|"
                rf"told[ \t]+(?:me|us)[ \t]+to[ \t]+call[ \t]+(?:him|her))[ \t]+{_NICK}"),
 )
+_SAYING_PRONOUN = re.compile(r"\b(him|her)\b", re.IGNORECASE)
+_KIN_BEFORE = re.compile(rf"(?i:{'|'.join(sorted(FAMILY_OF, key=len, reverse=True))})[ \t]+$")
+_FEMALE_FAMILIES = {"mother", "grandmother", "aunt", "sister", "wife", "daughter", "stepmother",
+                    "stepsister"}
+
+
+def _other_gender(text: str, mention: int | None, between: str, saying: str) -> bool:
+    """Whether the saying's "him"/"her" cannot be the person: their gender, from the kinship
+    word before their name ("my nan winifred") or a "her"/"his" said of them between, is the
+    other one."""
+    pronoun = _SAYING_PRONOUN.search(saying)
+    if pronoun is None:
+        return False
+    said_female = pronoun.group(1).lower() == "her"
+    genders = set()
+    if mention is not None and (kin := _KIN_BEFORE.search(text, max(0, mention - 20), mention)):
+        genders.add(FAMILY_OF[kin.group(0).strip().lower()] in _FEMALE_FAMILIES)
+    genders.update(word.lower() == "her" for word in re.findall(r"\b(her|his)\b", between, re.I))
+    return bool(genders) and said_female not in genders
+
+
+_ALTERNATIVE = re.compile(r"[ \t]+(?:or|and|/)[ \t]+[^\W\d_][\w'’-]{0,30}(?![\w'’-])")
 # How far from the person's name (in characters) a saying is read as about them.
 _NAME_REACH = 200
 # The forms of _DECLARATIONS that open with the name ("dot to everyone").
@@ -265,6 +303,16 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
             nick = match.group("nick").strip()
             words = nick.split()
             first = words[0].lower().removesuffix(".")
+            if len(nick) > CALLED_MAX_CHARS:
+                continue
+            if index == 1 and not nick[0].isupper():
+                continue  # "we all said yes" names nobody
+            if (index == 0 and re.match(r"(?i:i)\b", match.group(0))
+                    and not any(word[0].isupper() for word in words)
+                    and not re.match(r"\s*(?:[,.;:!?)]|$)", text[match.end():])):
+                # "I called her last night", "i called her most days": a call, unless a name
+                # (a capital, or the clause ends with it: "i called him pops.").
+                continue
             if (first in _NOT_CALLED or first in _TITLES or words[-1].lower() in _NOT_CALLED
                     or (len(words) == 1 and (first in FAMILY_OF or first in _NAME_PREFIXES))
                     or first == "as"):
@@ -287,8 +335,16 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
             if any(w not in NOT_NAMES and w.lower() not in own_words
                    and w.lower() not in FAMILY_OF
                    for w in _NAME_IN_TEXT.findall(between)):
+                continue  # another person named between: "his brother is Kehinde, we call him"
+            if _other_gender(text, mentions[before][0] if before >= 0 else None, between,
+                             match.group(0)):
+                # "my nan winifred. her dog, we called him Rex", "…grandad, we all called him
+                # Smiler": the saying's "him" is not her.
                 continue
-            return DeclaredName(_as_name(nick), start, match.end())
+            end = match.end()
+            if (alternative := _ALTERNATIVE.match(text, end)) is not None:
+                end = alternative.end()  # "Win or Winnie": both are the saying's
+            return DeclaredName(_as_name(nick), start, end)
     return None
 
 

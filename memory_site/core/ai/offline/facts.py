@@ -182,9 +182,15 @@ _CLAUSE_PRONOUN = re.compile(r"^(?:(?:yeah|yes|yep|well|oh|and|so|then)[\s,]+)*(
 # could not or never did (more often taken back later than true: Round 4), a hedged one ("he
 # could have been a historian, he knew every bridge"), and what they said or thought ("…, she
 # used to say…").
-_KEEP_WHOLE = re.compile(r"\b(?:not|never|no\s+longer|\w+n['’]?t)\b", re.IGNORECASE)
-_SAYING = re.compile(r"^(?:she|he)\s+(?:used\s+to\s+|always\s+)?(?:say|said|says|reckon\w*|"
+_KEEP_WHOLE = re.compile(
+    r"\b(?:not|never|no\s+longer|\w+n['’]t|(?:did|was|were|is|are|could|would|should|does|do|"
+    r"has|had|ca|wo)nt)\b", re.IGNORECASE)
+_SAYING = re.compile(r"(?:she|he)\s+(?:used\s+to\s+|always\s+)?(?:say|said|says|reckon\w*|"
                      r"thought|told|never|always|could|would|might)\b", re.IGNORECASE)
+_CUT_PRONOUN = re.compile(r"(she|he)\b", re.IGNORECASE)
+# How far back a search of a head's new words starts again: a phrase (a hedge) across the
+# boundary of two searches is found.
+_HEAD_OVERLAP = 60
 
 
 def _comma_clauses(sentence: str) -> list[str]:
@@ -194,14 +200,24 @@ def _comma_clauses(sentence: str) -> list[str]:
         return [sentence]
     pronoun = opening.group(1).lower()
     parts: list[str] = []
-    start = 0
+    start = searched = 0
+    kept_whole = False  # the head since `start` holds what keeps it whole
     for cut in _COMMA_PRONOUN.finditer(sentence):
-        head, rest = sentence[start:cut.start()], sentence[cut.end():]
-        if (rest.split(None, 1)[0].lower() != pronoun or _KEEP_WHOLE.search(head)
-                or _HEDGE.search(head) or _SAYING.match(rest)):
+        if not kept_whole:
+            # Only the head's words not searched yet (a skipped cut leaves the head growing:
+            # searched from its start each time, ", she said hi" 2,000 times took 9 s).
+            begin = max(start, searched - _HEAD_OVERLAP)
+            while begin > start and sentence[begin - 1].isalnum():
+                begin -= 1  # from a word's start: "ment" of "moment" is no word
+            new = sentence[begin:cut.start()]
+            kept_whole = bool(_KEEP_WHOLE.search(new) or _HEDGE.search(new))
+            searched = cut.start()
+        said = _CUT_PRONOUN.match(sentence, cut.end())
+        if (kept_whole or said is None or said.group(1).lower() != pronoun
+                or _SAYING.match(sentence, cut.end())):
             continue
-        parts.append(head)
-        start = cut.end()
+        parts.append(sentence[start:cut.start()])
+        start = searched = cut.end()
     return [*parts, sentence[start:]]
 
 
@@ -320,7 +336,16 @@ _SUBJECTLESS_VERBS = (
     r"collected|won|fostered|adopted|survived|immigrated"
 )
 _SUBJECTLESS = re.compile(rf"^(?:{_SUBJECTLESS_VERBS})\b(?!['’])", re.IGNORECASE)
+_A_SAYING = re.compile(
+    r"\b(?:every(?:one|body)|we|people|they|i|the\s+\w+|nobody|no\s+one)\s+(?:all\s+|always\s+|just\s+|"
+    r"ever\s+)?(?:called|call|calls)\b|\bknew\s+(?:him|her)\s+as\b", re.IGNORECASE)
 _TAKES_WAS = re.compile(r"^(?:born|raised|married\s+to)\b", re.IGNORECASE)
+# In an answer without a subject, the person as an object or the user as someone in it: the
+# user's own statement ("loved her to bits", "moved in with her when I was 12").
+_PARTICIPANTS = re.compile(
+    r"\b(?:him|me)\b|\bi\b(?!\s+(?:think|guess|believe|reckon|suppose)\b)|\bher\b(?=\s*(?:[.,;:!?]|$)|\s+(?:to|when|and|in|at|for|with|from|every|"
+    r"so|a|an|the|up|out|off|back|too|again|all|more|most|very|after|before|because|cause)\b)",
+    re.IGNORECASE)
 _SUBJECTLESS_NEXT = re.compile(
     rf",\s*(?:and\s+|then\s+)?(?=(?:{_SUBJECTLESS_VERBS})\b(?!['’]))", re.IGNORECASE)
 # The agent's question about the user, not the person ("Did you ever visit?", "What did you
@@ -1139,9 +1164,13 @@ class _KnownFacts:
     """The user's current facts sent with the batch, in the order given (most relevant or
     recent first), and which of them the batch corrects."""
 
-    def __init__(self, known: Sequence[KnownFact], legacy_display: str):
+    def __init__(self, known: Sequence[KnownFact], legacy_display: str,
+                 names: Sequence[str] = ()):
         self.known = list(known)
         self.display = legacy_display
+        # The person's names, the one the family calls them by among them: a known fact may
+        # be written with another than this batch's ("Deb" for Deborah).
+        self.names = tuple(dict.fromkeys([legacy_display, *names]))
 
     def corrected_by(self, new: str, *, marked: bool,
                      taken_back: str | None) -> tuple[str, str] | None:
@@ -1300,7 +1329,7 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                          names=tuple(dict.fromkeys([*legacy.names, family_name])))
     reference = legacy.reference()
     mention = legacy.mention()
-    known = _KnownFacts(known_facts, legacy.display)
+    known = _KnownFacts(known_facts, legacy.display, legacy.names)
     # "My dad was William Harper, everyone called him Bill.": who the person is, not a fact.
     naming = re.compile(rf"^{re.escape(legacy.display)}\s+(?:was|is)\s+(?:called\s+|named\s+)?"
                         rf"(?:{alternation(legacy.names)})\b")
@@ -1423,9 +1452,12 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 # "He wasn't the oldest, he was the second of seven": what he was.
                 body = f"{negated.group('head')} was {negated.group('new')}"
                 correction = True
-            if answering and not said_first and _SUBJECTLESS.match(body):
-                # "What did he do?" — "trapped in the winters up the Eagle River".
-                body = f"{legacy.display} {'was ' if _TAKES_WAS.match(body) else ''}{body}"
+            if (answering and not said_first and _SUBJECTLESS.match(body)
+                    and not _PARTICIPANTS.search(body)):
+                # "What did he do?" — "trapped in the winters up the Eagle River". Not "Loved
+                # her to bits", "Moved in with her when I was 12": the user's.
+                verb = body[:1].lower() + body[1:]
+                body = f"{legacy.display} {'was ' if _TAKES_WAS.match(body) else ''}{verb}"
             subject = _find_subject(body[said_first.end():] if said_first else body, reference)
             # An answer goes on while its statements are the person's ("born in laredo, moved
             # up when he was 10"); another subject ends it.
@@ -1450,7 +1482,10 @@ def extract_facts(lines: Sequence[TranscriptLine], legacy_name: str,
                 )
             elif subject.kind == "legacy" or mention.search(body):
                 focus_on_legacy = True
-            if is_question(sentence) or _HEDGE.search(body) or _joking(body):
+            if (is_question(sentence) or _HEDGE.search(body) or _joking(body)
+                    or _A_SAYING.search(body)):
+                # _A_SAYING: "everyone called her a saint", "her sister everyone called bunty",
+                # a saying not read as the person's name: what someone is called, no fact.
                 continue
             taken_back = _taken_back(body)
             if negated and taken_back is None:
@@ -1532,13 +1567,15 @@ def _correct_with_fragment(facts: _BatchFacts, known: _KnownFacts, fragment: str
         facts.put(corrected)
 
 
-def _predicate_holder(content: str, display: str, noun: str) -> bool:
+def _predicate_holder(content: str, display: str | Sequence[str], noun: str) -> bool:
     """Whether `content` says the person was `noun` ("Deborah was a nurse at St Vincent's"
     holds "nurse"): what "she wasn't a nurse, she was …" or "…, not a nurse" takes back."""
     # A known fact may name the person otherwise than this batch does: written in another
-    # conversation, with the name the family said there they call them ("Deb" for Deborah).
+    # conversation, with the name the family said there they call them ("Deb" for Deborah):
+    # any of their names, never anyone's ("Stan was a nurse" is her husband's).
+    names = [display] if isinstance(display, str) else list(display)
     return bool(re.match(
-        rf"(?:{re.escape(display)}|(?-i:[A-Z])[\w'’-]*)\s+(?:was|is|worked\s+as)\s+"
+        rf"(?:{alternation(names)})\s+(?:was|is|worked\s+as)\s+"
         rf"(?:[\w'’-]+[\s,]+){{0,4}}?"
         rf"{re.escape(noun)}(?:s|es)?\b", content, re.IGNORECASE))
 
@@ -1566,11 +1603,11 @@ def _file_statement(facts: _BatchFacts, known: _KnownFacts, fact: ExtractedFact,
     the one corrected, in the batch or among the known facts."""
     if predicate:
         for index, other in reversed(facts.recent()):
-            if _predicate_holder(other.content, known.display, predicate):
+            if _predicate_holder(other.content, known.names, predicate):
                 facts.put(_with_predicate(fact, other.content, known.display, predicate), index)
                 return
         holder = next((k for k in known.known
-                       if _predicate_holder(k.content, known.display, predicate)), None)
+                       if _predicate_holder(k.content, known.names, predicate)), None)
         if holder is not None:
             facts.put(replace(_with_predicate(fact, holder.content, known.display, predicate),
                               supersedes=holder.ref))
