@@ -35,7 +35,10 @@ class MemoryVersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AgentMemoryVersion
-        fields = ["version", "content", "source_conversation_id", "source_message_id", "created_at"]
+        # `origin`: who made the version (agent, api, dashboard, …): a platform sees that its
+        # model's by_model calls were recorded as the agent's (found by a live check).
+        fields = ["version", "content", "origin", "restored_from", "source_conversation_id",
+                  "source_message_id", "created_at"]
 
 
 class MemoryDetailSerializer(MemorySerializer):
@@ -268,6 +271,8 @@ def document_token_count(*, memories: Sequence[AgentMemory], places: Sequence[Pl
 class ExportMemoryVersionSerializer(serializers.Serializer):
     version = serializers.IntegerField(source="version_number")
     content = serializers.CharField()
+    origin = serializers.CharField()
+    restored_from = serializers.IntegerField(allow_null=True)
     source_conversation_id = serializers.UUIDField(allow_null=True)
     source_message_id = serializers.UUIDField(allow_null=True)
     created_at = IsoDateTimeField()
@@ -279,6 +284,7 @@ class ExportAgentMemorySerializer(serializers.Serializer):
     subject = serializers.CharField(allow_null=True)
     created_at = IsoDateTimeField()
     deleted_at = IsoDateTimeField(allow_null=True)
+    deleted_origin = serializers.CharField(allow_blank=True)
     evicted_at = IsoDateTimeField(allow_null=True)
     versions = ExportMemoryVersionSerializer(many=True)
 

@@ -324,6 +324,9 @@ def test_a_models_write_the_user_asked_for_is_the_agents(client, alice):
     version = AgentMemory.objects.get(user=alice).versions.get()
     assert version.origin == "agent"
     assert (version.source_conversation, version.source_message) == (conversation, message)
+    # And the API says so (found by a live check: only the dashboard did).
+    detail = client.get(f"/api/memory/{version.memory_id}").json()
+    assert [(v["origin"], v["restored_from"]) for v in detail["versions"]] == [("agent", None)]
 
 
 @pytest.mark.parametrize("body", [

@@ -175,11 +175,14 @@ def expected_export(world) -> dict:
                 "subject": "Rose",
                 "created_at": iso(world.memory.created_at),
                 "deleted_at": None,
+                "deleted_origin": "",
                 "evicted_at": None,
                 "versions": [
                     {
                         "version": 1,
                         "content": "My grandmother was Rose.",
+                        "origin": versions[0].origin,
+                        "restored_from": None,
                         "source_conversation_id": str(conversation.pk),
                         "source_message_id": str(world.messages[0].pk),
                         "created_at": iso(versions[0].created_at),
@@ -187,6 +190,8 @@ def expected_export(world) -> dict:
                     {
                         "version": 2,
                         "content": "My grandmother Rose grew dahlias.",
+                        "origin": versions[1].origin,
+                        "restored_from": None,
                         "source_conversation_id": None,
                         "source_message_id": None,
                         "created_at": iso(versions[1].created_at),
@@ -199,11 +204,14 @@ def expected_export(world) -> dict:
                 "subject": None,
                 "created_at": iso(world.deleted_memory.created_at),
                 "deleted_at": iso(world.deleted_memory.deleted_at),
+                "deleted_origin": world.deleted_memory.deleted_origin,
                 "evicted_at": None,
                 "versions": [
                     {
                         "version": 1,
                         "content": "I prefer short answers.",
+                        "origin": deleted_version.origin,
+                        "restored_from": None,
                         "source_conversation_id": None,
                         "source_message_id": None,
                         "created_at": iso(deleted_version.created_at),
