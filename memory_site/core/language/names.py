@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from nicknames import NickNamer
 
-from memory_site.core.language.words import FAMILY_OF, NOT_NAMES
+from memory_site.core.language.words import FAMILY_OF, FEMALE_FAMILIES, NOT_NAMES
 
 # Short forms in the table that are also common English words, which open a sentence as
 # often as a name does ("Will you…", "Art was her life", "Rich people…"): never an alias.
@@ -239,8 +239,6 @@ _DECLARATIONS = (
 )
 _SAYING_PRONOUN = re.compile(r"\b(him|her)\b", re.IGNORECASE)
 _KIN_BEFORE = re.compile(rf"(?i:{'|'.join(sorted(FAMILY_OF, key=len, reverse=True))})[ \t]+$")
-_FEMALE_FAMILIES = {"mother", "grandmother", "aunt", "sister", "wife", "daughter", "stepmother",
-                    "stepsister"}
 
 
 def _other_gender(text: str, mention: int | None, between: str, saying: str) -> bool:
@@ -253,7 +251,7 @@ def _other_gender(text: str, mention: int | None, between: str, saying: str) -> 
     said_female = pronoun.group(1).lower() == "her"
     genders = set()
     if mention is not None and (kin := _KIN_BEFORE.search(text, max(0, mention - 20), mention)):
-        genders.add(FAMILY_OF[kin.group(0).strip().lower()] in _FEMALE_FAMILIES)
+        genders.add(FAMILY_OF[kin.group(0).strip().lower()] in FEMALE_FAMILIES)
     genders.update(word.lower() == "her" for word in re.findall(r"\b(her|his)\b", between, re.I))
     return bool(genders) and said_female not in genders
 
