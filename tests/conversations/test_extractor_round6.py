@@ -332,3 +332,13 @@ def test_a_long_run_of_she_clauses_stays_linear():
                   ["Rose"])
     # 8.7 s when each cut searched its whole head again; about 0.1 s here.
     assert time.perf_counter() - started < 2
+
+
+def test_when_it_was_said_wrongly_is_no_lead_in_of_the_correction():
+    """Found by a live check: "Before, Winifred was born in 1934." superseded the known fact
+    and lost its place."""
+    assert corrected(
+        ("assistant", "What else?"),
+        "sorry I got it wrong before, she was born in 1934 not 1933",
+        name="Winifred Haworth", known=["Winifred was born in Blackburn in 1933."],
+    ) == [("Winifred was born in Blackburn in 1934.", "f1")]

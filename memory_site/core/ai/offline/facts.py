@@ -84,7 +84,10 @@ _CORRECTION = re.compile(
     r"wait,?\s+no|no\s+wait|oops|my mistake|my bad|hold on|hang on|scratch that|"
     r"make\s+(?:that|it)|"
     r"i\s+got\s+(?:that|it|this)\s+wrong|i\s+was\s+wrong|i\s+made\s+a\s+mistake|"
-    rf"let\s+me\s+correct\s+(?:that|myself)|{_TO_FIX})\b(?:\s*[,:.!;—–-])*\s*",
+    rf"let\s+me\s+correct\s+(?:that|myself)|{_TO_FIX})"
+    # "I got it wrong before, she was born in 1934": when it was said wrongly is no lead-in
+    # of the fact (found by a live check: "Before, Winifred was born in 1934.").
+    r"(?:\s+(?:before|earlier|last\s+time|the\s+other\s+day))?\b(?:\s*[,:.!;—–-])*\s*",
     re.IGNORECASE,
 )
 _NOT_VALUE = re.compile(r"\bnot\s+(?:in\s+|the\s+|a\s+|an\s+)?([\w'-]+)(?=\s*(?:[.,;!]|$))",
