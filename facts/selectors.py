@@ -26,7 +26,7 @@ def legacies_for_user(user: AbstractBaseUser) -> QuerySet[Legacy]:
     return (
         Legacy.objects.filter(memberships__user=user)
         .annotate(my_role=F("memberships__role"))
-        .select_related("created_by")
+        .select_related("created_by__platform_user")
     )
 
 

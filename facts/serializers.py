@@ -22,13 +22,23 @@ class LegacyInputSerializer(StrictInputSerializer):
     name = serializers.CharField(max_length=200, trim_whitespace=True)
 
 
+_EXTERNAL_ID_HELP = ("The platform's own id for this user (its X-User-Id) when a platform "
+                     "provisioned them; null for a person who signs in here.")
+
+
 class LegacySerializer(serializers.ModelSerializer):
     role = serializers.CharField(source="my_role", read_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True)
+    # As the family list names its members (found by a live check: a platform saw only the
+    # creator's internal username).
+    created_by_external_id = serializers.SerializerMethodField(help_text=_EXTERNAL_ID_HELP)
 
     class Meta:
         model = Legacy
-        fields = ["id", "name", "created_by", "created_at", "role"]
+        fields = ["id", "name", "created_by", "created_by_external_id", "created_at", "role"]
+
+    def get_created_by_external_id(self, legacy: Legacy) -> str | None:
+        return external_id_of(legacy.created_by)
 
 
 # A person is named by username (at most 150 characters here), a platform's user by external
@@ -59,9 +69,6 @@ class MemberInputSerializer(StrictInputSerializer):
     username = _named_field()
     role = serializers.ChoiceField(choices=LegacyMembership.Role.choices, default="member")
 
-
-_EXTERNAL_ID_HELP = ("The platform's own id for this user (its X-User-Id) when a platform "
-                     "provisioned them; null for a person who signs in here.")
 
 
 class MembershipSerializer(serializers.ModelSerializer):

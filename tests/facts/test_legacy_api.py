@@ -23,6 +23,7 @@ def test_create_a_legacy_makes_me_its_owner(owner_client, family):
     assert body["name"] == "Ada Lovelace"
     assert body["role"] == "owner"
     assert body["created_by"] == "owner"
+    assert body["created_by_external_id"] is None
     assert LegacyMembership.objects.get(legacy_id=body["id"]).user == family.owner
 
 

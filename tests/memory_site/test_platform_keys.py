@@ -370,6 +370,9 @@ def test_a_platform_names_people_by_external_id_only_and_me_is_the_caller():
     owner = _client(key, "owner-1")
     legacy = owner.post("/api/legacies", {"name": "Rose Whitfield"}, format="json").json()
     members_url = f"/api/legacies/{legacy['id']}/members"
+    assert legacy["created_by_external_id"] == "owner-1"
+    assert [item["created_by_external_id"] for item in owner.get("/api/legacies").json()[
+        "legacies"]] == ["owner-1"]
     _client(key, "victim").get("/api/legacies")
     _client(key, f"{prefix}victim").get("/api/legacies")
     # A username as the lists show it names nobody: a 400, as the schema's pattern says, and
