@@ -431,16 +431,23 @@ def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any
         uncounted += 1
 
 
-def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int]) -> list[int]:
-    """The facts' lines in the order they are cut: always the newest line of the author whose
-    lines hold the most tokens still (ties: the newer line first). A family member who shares
-    hundreds of long facts has theirs cut before anyone else's: cut newest first, they took the
-    whole block and kept out every fact learned after them, the reader's own included (found
-    by a hostile relative). With one author, newest first, as before."""
+def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int],
+                    reader_id: Any = None) -> list[int]:
+    """The facts' lines in the order they are cut: other members' first, always the newest
+    line of the author whose lines hold the most tokens still (ties: the newer line first),
+    then the reader's own, newest first. A family member who shares hundreds of long facts has
+    theirs cut before anyone else's: cut newest first, they took the whole block and kept out
+    every fact learned after them, the reader's own included; and members added for the
+    purpose, each with a fair share, still crowded the reader's own out (both found by a
+    hostile relative). With one author, newest first, as before."""
+    own = [index for index, line in enumerate(lines)
+           if reader_id is not None and getattr(line.row, "user_id", None) == reader_id]
     by_author: dict[Any, list[tuple[int, int]]] = {}
     totals: dict[Any, int] = {}
     for index, line in enumerate(lines):
         author = getattr(line.row, "user_id", None)
+        if reader_id is not None and author == reader_id:
+            continue
         count = tokens(line.text)
         by_author.setdefault(author, []).append((index, count))
         totals[author] = totals.get(author, 0) + count
@@ -455,7 +462,7 @@ def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int]) -> l
         order.append(index)
         if rows:
             heapq.heappush(heap, (total + count, -rows[-1][0], slot))
-    return order
+    return order + own[::-1]
 
 
 def _cut_facts(packet: ContextPacket, budget: int,
@@ -471,7 +478,7 @@ def _cut_facts(packet: ContextPacket, budget: int,
         section.lines = [line for index, line in enumerate(lines) if index not in removed]
 
     total, uncounted = measure(), 0
-    for index in _fair_cut_order(lines, packet.text_tokens):
+    for index in _fair_cut_order(lines, packet.text_tokens, packet.conversation.user_id):
         if uncounted and total <= budget + _JOIN_SLACK * uncounted:
             keep()
             total, uncounted = measure(), 0

@@ -3,7 +3,7 @@
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -20,6 +20,7 @@ from facts.selectors import invited_within_realm, legacy_heir, realm_of
 from memory_site.core import events
 from memory_site.core.errors import ApplicationError, Conflict, NotFound
 from memory_site.core.language.attributes import contradiction
+from memory_site.core.language.names import read_legacy_name, short_forms
 from memory_site.core.locks import LockNamespace, hold_row, hold_user
 from memory_site.core.sql import quoted_table
 from memory_site.core.text import (
@@ -544,7 +545,8 @@ def fact_values(content: str) -> frozenset[str]:
 
 
 def fact_find_duplicate(
-    *, legacy: Legacy, user: AbstractBaseUser, content: str, exclude: LegacyFact | None = None
+    *, legacy: Legacy, user: AbstractBaseUser, content: str, exclude: LegacyFact | None = None,
+    person_names: Sequence[str] = (),
 ) -> LegacyFact | None:
     """The user's current fact about this legacy that `content` duplicates, if any.
 
@@ -556,6 +558,14 @@ def fact_find_duplicate(
     """
     key, words, tail = _dedup_words(content)
     values = fact_values(content)
+    # The tail rule below holds only between two of the person's names (the legacy's, their
+    # short forms, and `person_names`: what the author's conversation calls them): "Harold
+    # worked at the wool mill" is no duplicate of "Rose worked at the wool mill" (found by a
+    # hostile relative).
+    names = _person_names(legacy.name, tuple(person_names))
+    first = key.split(" ", 1)[0]
+    if first not in names:
+        tail = frozenset()
     threshold = settings.FACT_DEDUP_SIMILARITY
     # Only current facts: saying a value again that a correction replaced is a new fact (which
     # may correct the correction), not a duplicate of the history.
@@ -567,6 +577,8 @@ def fact_find_duplicate(
     # batch), and only the duplicate found is loaded.
     for pk, other_content in candidates.values_list("pk", "content"):
         other_key, other, other_tail = _dedup_words(other_content)
+        if other_tail and other_key.split(" ", 1)[0] not in names:
+            other_tail = frozenset()
         if other_key == key:
             return LegacyFact.objects.get(pk=pk)
         if (
@@ -579,6 +591,15 @@ def fact_find_duplicate(
         ):
             return LegacyFact.objects.get(pk=pk)
     return None
+
+
+@lru_cache(maxsize=256)
+def _person_names(legacy_name: str, extra: tuple[str, ...]) -> frozenset[str]:
+    """The one-word names of the person, as the duplicate key writes them (lower case)."""
+    read = read_legacy_name(legacy_name)
+    every = [*read.names, *read.aliases, *short_forms([read.display, *read.aliases]), *extra]
+    return frozenset(normalize_fact_text(name) for name in every
+                     if name.strip() and " " not in name.strip())
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -607,6 +628,7 @@ def fact_create(
     source_conversation: Model | None = None,
     source_range: tuple[int, int] | None = None,
     as_member: bool = False,
+    person_names: Sequence[str] = (),
 ) -> tuple[LegacyFact, bool]:
     """Save a fact for (legacy, user) unless it duplicates one of theirs.
 
@@ -629,7 +651,8 @@ def fact_create(
             legacy_id=legacy.pk, user_id=user.pk
         ):
             raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
-        duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content)
+        duplicate = fact_find_duplicate(legacy=legacy, user=user, content=content,
+                                        person_names=person_names)
         if duplicate is not None:
             return duplicate, False
         start, end = source_range if source_range else (None, None)
@@ -719,16 +742,23 @@ def fact_set_visibility(
     _validate_fact_fields(visibility=visibility)
     with transaction.atomic():
         hold_user(user.pk)  # first, as an erase of the author's data locks it first
-        if visibility == LegacyFact.Visibility.SHARED and not _hold_membership(
-            legacy_id=fact.legacy_id, user_id=user.pk
-        ):
+        sharing = visibility == LegacyFact.Visibility.SHARED
+        if sharing and not _hold_membership(legacy_id=fact.legacy_id, user_id=user.pk):
             raise NotFound()  # only a member shares (they left, or were removed, meanwhile)
+        if sharing:
+            _lock_conflict_checks(fact.legacy_id)  # before the fact's row, as fact_update
         fact = _locked_fact(fact.pk)
         if fact.visibility != visibility:
             fact.visibility = visibility
             # The author's own choice from now on: an undo of the correction leaves it be.
             fact.shared_by_correction = False
             fact.save(update_fields=["visibility", "shared_by_correction", "updated_at"])
+            if sharing:
+                # Shared, its conflicts are checked again: the cap on the conflicts a fact
+                # records (shared facts first) could have been spent on the author's private
+                # facts when the other was written, and the dispute stayed hidden from the
+                # family once this one was shared (found by a hostile relative).
+                _record_conflicts(fact)
     return fact
 
 

@@ -205,6 +205,13 @@ class ToolExecuteApi(APIView):
                     "With by_model, the user's message of the turn (role user)."]})
             if conversation is not None and conversation.pk != message.conversation_id:
                 raise ValidationError({"message_id": ["Not a message of that conversation."]})
+            if Message.objects.filter(conversation_id=message.conversation_id,
+                                      role=Message.Role.USER,
+                                      sequence__gt=message.sequence).exists():
+                # An older message's words would approve a change now (found by a hostile
+                # relative: an old "forget …" could approve a delete much later).
+                raise ValidationError({"message_id": [
+                    "With by_model, the user's latest message: the turn under way."]})
             conversation, turn = message.conversation, turn_words(message)
         with services.memory_write_scope():
             result = tools.tool_execute(

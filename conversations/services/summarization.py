@@ -363,7 +363,7 @@ def chunk_archive_range(*, conversation: Conversation, start: int, end: int,
                     stored, created = fact_create(
                         legacy=legacy, user=conversation.user, category=fact.category,
                         content=fact.content, source_conversation=conversation,
-                        source_range=(start, end),
+                        source_range=(start, end), person_names=names.aliases,
                     )
                 except ValidationError as exc:
                     # One unusable fact (too long, say) must not block the range forever.

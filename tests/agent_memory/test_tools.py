@@ -351,3 +351,15 @@ def test_by_model_with_the_agents_message_or_another_conversation_is_a_400(clien
     assert _call(client, "add_to_memory", arguments, message_id=str(message.pk),
                  conversation_id=str(other.pk), by_model=True).status_code == 400
     assert _rows() == (0, 0, 0, 0)
+
+
+def test_by_model_with_an_older_message_than_the_latest_is_a_400(client, alice):
+    """Found by a hostile relative: an old "remember …" approved a write a turn later."""
+    conversation, message = _turn(alice, "Please remember that I take my tea with honey.")
+    MessageFactory(conversation=conversation, sequence=2, role="assistant", content="Done.")
+    MessageFactory(conversation=conversation, sequence=3, role="user", content="yes")
+    response = _call(client, "add_to_memory",
+                     {"content": "The user takes tea with honey", "category": "preference"},
+                     message_id=str(message.pk), by_model=True)
+    assert response.status_code == 400
+    assert _rows() == (0, 0, 0, 0)

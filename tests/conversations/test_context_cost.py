@@ -385,3 +385,23 @@ def test_a_member_who_shares_hundreds_of_long_facts_does_not_crowd_out_the_reade
     assert packet.total_tokens() <= 3000
     cut_ids = {cut["item"]["id"] for cut in packet.cuts if cut["part"] == "facts"}
     assert str(mine.pk) not in cut_ids and len(cut_ids) > 100
+
+
+def test_members_added_for_the_purpose_do_not_crowd_out_the_readers_own_facts(
+        talked, settings, family):
+    """Found by a hostile relative: 30 accounts, each with a fair share of five facts, left the
+    reader 7 of their own 20. The reader's own facts are cut last."""
+    filler = " ".join(["lorem ipsum dolor sit amet"] * 6)
+    for n in range(30):
+        sybil = MembershipFactory(legacy=talked.legacy).user
+        for k in range(5):
+            LegacyFactFactory(legacy=talked.legacy, user=sybil, visibility="shared",
+                              content=f"Rose {n}-{k} {filler}")
+    mine = [LegacyFactFactory(legacy=talked.legacy, user=talked.user,
+                              content=f"Rose grew tomato variety {n}.") for n in range(20)]
+    settings.CONTEXT_TOKEN_BUDGET = 3000
+
+    packet = build_context(conversation=talked, now=NOW)
+    rows = packet.section("facts").rows
+    assert all(fact in rows for fact in mine)
+    assert packet.total_tokens() <= 3000

@@ -1042,3 +1042,20 @@ def test_the_facts_page_lists_the_viewers_fact_first_and_a_filter_reads_its_fact
     assert pairs == ["You"] * 5
     filtered = client.get(f"/legacies/{family.legacy.pk}/facts", {"q": "1903"}).content.decode()
     assert filtered.count("member remembers") == 0 and "You remember" in filtered
+
+
+def test_a_fact_made_shared_checks_its_conflicts_again(family, settings):
+    """Found by a hostile relative: 21 private decoys took every slot of the cap when the
+    victim's shared fact was written; the 21st, shared later, was never set against it."""
+    settings.FACT_CONFLICTS_PER_FACT_MAX = 3
+    decoys = [LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                                content=f"Rose was born in {year}.", visibility="private")
+              for year in range(1940, 1944)]
+    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                   category="milestone", content="Rose was born in 1931.",
+                                   visibility="shared")
+    assert not FactConflict.objects.filter(Q(fact_a=decoys[-1]) | Q(fact_b=decoys[-1])).exists()
+    services.fact_set_visibility(fact=decoys[-1], user=family.member, visibility="shared")
+    assert FactConflict.objects.filter(Q(fact_a=decoys[-1]) | Q(fact_b=decoys[-1])).exists()
+    rows = {f.pk: f for f in selectors.facts_from_json(_visible_json(family))}
+    assert rows[mine.pk].disputed and rows[decoys[-1].pk].disputed

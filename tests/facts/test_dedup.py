@@ -92,12 +92,20 @@ def test_fact_values(content, values):
 
 @pytest.mark.parametrize(("first", "again", "duplicate"), [
     # The person named otherwise: the name the family calls them by, learnt later (found by a
-    # live check: "Freda loved brass band music." was stored beside "Winifred loved …").
-    ("Winifred loved brass band music.", "Freda loved brass band music.", True),
-    ("Winifred was born in Blackburn in 1933.", "Freda was born in Blackburn in 1934.", False),
-    ("Winifred sang.", "Freda sang.", False),  # too little after the name to tell
+    # live check: "Freda loved brass band music." was stored beside "Winifred loved …"). The
+    # legacy is Rose Whitfield; the pipeline passes what the conversation calls her (Freda).
+    ("Rose loved brass band music.", "Freda loved brass band music.", True),
+    ("Rose was born in Blackburn in 1933.", "Freda was born in Blackburn in 1934.", False),
+    ("Rose sang.", "Freda sang.", False),  # too little after the name to tell
+    # Not the person's name: someone else (found by a hostile relative).
+    ("Rose worked at the wool mill.", "Harold worked at the wool mill.", False),
+    ("Rose loved brass band music.", "Nobody loved brass band music.", False),
+    ("She is buried at St Mary's churchyard.", "Harold is buried at St Mary's churchyard.",
+     False),
 ])
 def test_a_fact_said_again_under_another_name(family, first, again, duplicate):
     kept = _create(family, first)[0]
-    fact, created = _create(family, again)
+    fact, created = services.fact_create(
+        legacy=family.legacy, user=family.owner, category="relationship", content=again,
+        person_names=["Freda"])
     assert (fact == kept and not created) == duplicate

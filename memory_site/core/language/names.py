@@ -31,6 +31,18 @@ _RELIGIOUS_TITLES = frozenset(["Father", "Mother", "Sister", "Brother"])
 _NICKNAME = re.compile(r'["“(]([^"”)]+)["”)]|(?<![\w\'’])[\'‘]([^\'’]+?)[\'’](?![\w\'’])')
 
 
+_EMPTY_BRACKETS = re.compile(r"[(\[]\s*[)\]]")
+_NAME_LIKE = re.compile(r"[^\W\d_][\w'’.-]*(?:\s[^\W\d_][\w'’.-]*){0,2}")
+_NOT_NICKNAMES = frozenset(["rip", "née", "nee", "born", "died", "late", "deceased", "aka"])
+
+
+def _reads_as_name(text: str) -> bool:
+    """A nickname in the legacy's name: one to three words of letters, the first capitalised,
+    at most 32 characters, none of them a note such as "née" or "RIP"."""
+    return (bool(_NAME_LIKE.fullmatch(text)) and len(text) <= 32 and text[0].isupper()
+            and not any(word.lower().strip(".") in _NOT_NICKNAMES for word in text.split()))
+
+
 @dataclass(frozen=True)
 class LegacyName:
     """A legacy's name as the family wrote it, read (`Uncle Bill "Billy" Carter`)."""
@@ -71,8 +83,12 @@ def read_legacy_name(written: str) -> LegacyName:
     word after the opening ones is in lower case ("Grandma was born…") there is no name
     after them, and the text is read from its start, as a fact's subject is ("Grandma"); a
     word of a script without case ("Uncle 李") is a name."""
-    nicknames = [n.strip() for pair in _NICKNAME.findall(written) for n in pair if n.strip()]
-    words = _NICKNAME.sub(" ", written).split()
+    # Only what reads as a name: `Rose Whitfield (1931-2020)`, `(née Smith)`, `(RIP)` or
+    # `'the best'` in brackets or quotes is no nickname (found by a hostile relative: every
+    # member's facts read "1931-2020 was born in Leeds").
+    nicknames = [n.strip() for pair in _NICKNAME.findall(written) for n in pair
+                 if _reads_as_name(n.strip())]
+    words = _EMPTY_BRACKETS.sub(" ", _NICKNAME.sub(" ", written)).split()
     kinds: list[str] = []
     for word in words:
         kind = _leading_word(word)
