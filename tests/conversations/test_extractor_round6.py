@@ -351,3 +351,10 @@ def test_when_it_was_said_wrongly_is_no_lead_in_of_the_correction():
 def test_what_is_in_brackets_or_quotes_is_a_nickname_only_when_it_reads_as_one(name):
     """Found by a hostile relative: every member's facts read "1931-2020 was born in Leeds"."""
     assert facts_of("Rose was born in Leeds.", name=name) == ["Rose was born in Leeds."]
+
+
+def test_a_name_is_read_as_a_reader_sees_it():
+    """Found by a hostile relative: a Hangul filler (a "letter" no one sees) became the name
+    of every fact."""
+    assert declared_name("my mom rose, everyone called her \u3164.", ["Rose"]) is None
+    assert declared_name("my mom rose, everyone called her 𝓡𝓸𝓼𝓲𝓮.", ["Rose"]).name == "Rosie"

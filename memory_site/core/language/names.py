@@ -3,6 +3,7 @@ called Uncle), and the short forms a family uses ("Gene" for Eugene, "Peggy" for
 the hand-curated table of the `nicknames` package (offline: the table ships inside the package)."""
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from functools import lru_cache
 from nicknames import NickNamer
 
 from memory_site.core.language.words import FAMILY_OF, FEMALE_FAMILIES, NOT_NAMES
+from memory_site.core.text import visible_text
 
 # Short forms in the table that are also common English words, which open a sentence as
 # often as a name does ("Will you…", "Art was her life", "Rich people…"): never an alias.
@@ -314,8 +316,12 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
     ends = [end for _, end in mentions]
     for index, pattern in enumerate(_DECLARATIONS):
         for match in pattern.finditer(text):
-            nick = match.group("nick").strip()
+            # As a reader sees it, compatibility forms folded ("𝓡𝓸𝓼𝓲𝓮" is Rosie): no name of
+            # invisible letters (a Hangul filler counts as a letter; found by a hostile relative).
+            nick = unicodedata.normalize("NFKC", visible_text(match.group("nick")))
             words = nick.split()
+            if not words or not nick[0].isalpha():
+                continue
             first = words[0].lower().removesuffix(".")
             if len(nick) > CALLED_MAX_CHARS:
                 continue
