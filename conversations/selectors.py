@@ -201,6 +201,9 @@ class ContextRows:
     places: list[Place]  # agent_memory.selectors.places_for_user
     facts: list[LegacyFact]  # facts.selectors.facts_visible_to
     job_refs: list[str]  # checkpoint.active_job_refs
+    # What the reader, and the members whose shared facts the reader sees, said the family
+    # calls the legacy by (Conversation.called_name): the facts are written with these names.
+    called_names: list[str] = field(default_factory=list)
 
 
 _MESSAGE_FIELDS = ("id", "conversation_id", "sequence", "role", "content", "metadata",
@@ -222,7 +225,13 @@ SELECT
   ({places}),
   ({facts}),
   (SELECT coalesce(json_agg(id ORDER BY created_at, id), '[]'::json) FROM {summaries}
-   WHERE conversation_id = %(conversation_id)s AND status = 'processing')
+   WHERE conversation_id = %(conversation_id)s AND status = 'processing'),
+  (SELECT coalesce(json_agg(DISTINCT c.called_name), '[]'::json) FROM {conversations} c
+   WHERE c.legacy_id = %(legacy_id)s AND c.called_name <> ''
+     AND (c.user_id = %(user_id)s
+          OR EXISTS (SELECT 1 FROM {facts_table} f
+                     WHERE f.user_id = c.user_id AND f.legacy_id = %(legacy_id)s
+                       AND f.visibility = 'shared' AND f.superseded_by_id IS NULL)))
 FROM (VALUES (1)) AS one
 LEFT JOIN LATERAL (
   SELECT id, memory_text, start_sequence, end_sequence, base_memory_id FROM {summaries}
@@ -270,6 +279,7 @@ def context_rows(
         replay_from=_first_of_last("replayed_roles", recent),
         raw_from=_first_of_last("user_roles", turns),
         memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),
+        conversations=quoted_table(Conversation), facts_table=quoted_table(LegacyFact),
     )
     with prepared_cursor() as cursor:
         cursor.execute(sql, {"conversation_id": conversation.pk,
@@ -278,7 +288,8 @@ def context_rows(
                              "replayed_roles": [Message.Role.USER, Message.Role.ASSISTANT],
                              "user_roles": [Message.Role.USER],
                              "through": _LATEST_SEQUENCE if through is None else through})
-        summary, messages, memories, places, facts, jobs = map(json_column, cursor.fetchone())
+        summary, messages, memories, places, facts, jobs, called = map(json_column,
+                                                                       cursor.fetchone())
     alias = connection.alias
     if summary is not None:
         summary = ConversationMemory.from_db(alias, _SUMMARY_FIELDS, (
@@ -298,6 +309,7 @@ def context_rows(
         places=places_from_json(places, user_id=conversation.user_id),
         facts=facts_from_json(facts),
         job_refs=[f"memory:{pk}" for pk in jobs],
+        called_names=sorted(called),
     )
 
 

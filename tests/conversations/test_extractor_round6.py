@@ -358,3 +358,27 @@ def test_a_name_is_read_as_a_reader_sees_it():
     of every fact."""
     assert declared_name("my mom rose, everyone called her \u3164.", ["Rose"]) is None
     assert declared_name("my mom rose, everyone called her 𝓡𝓸𝓼𝓲𝓮.", ["Rose"]).name == "Rosie"
+
+
+def test_the_packet_tells_the_model_the_names_the_facts_are_written_with(family, settings):
+    """Found by a live check: facts said "Freda …" beside "Winifred …" and nothing told the
+    model they were one person. The reader's own names, and those of members whose shared
+    facts the reader sees."""
+    from conversations.context import build_context
+    from facts.services import fact_set_visibility
+    from tests.factories import ConversationFactory
+
+    settings.SUMMARIZATION_BATCH_SIZE = 4
+    settings.SUMMARIZATION_THRESHOLD = 2
+    said = closed_conversation(family, "my mom rose, everyone called her Rosie.",
+                               "Rosie was a nurse in Dayton.")
+    summarization.conversation_catch_up(conversation=said)
+
+    def head(user):
+        packet = build_context(conversation=ConversationFactory(legacy=family.legacy, user=user))
+        return packet.section("facts").head
+
+    assert "(also called: Rosie)" in head(family.owner)
+    assert "Rosie" not in head(family.member)  # nothing of the owner's is shared yet
+    fact_set_visibility(fact=said.extracted_facts.get(), user=family.owner, visibility="shared")
+    assert "(also called: Rosie)" in head(family.member)
