@@ -201,8 +201,9 @@ class ContextRows:
     places: list[Place]  # agent_memory.selectors.places_for_user
     facts: list[LegacyFact]  # facts.selectors.facts_visible_to
     job_refs: list[str]  # checkpoint.active_job_refs
-    # What the reader, and the members whose shared facts the reader sees, said the family
-    # calls the legacy by (Conversation.called_name): the facts are written with these names.
+    # What the reader, and the members whose shared facts the reader sees, said last that the
+    # family calls the legacy by (Conversation.called_name), the reader's first, at most
+    # CALLED_NAMES_MAX: the facts are written with these names.
     called_names: list[str] = field(default_factory=list)
 
 
@@ -210,6 +211,11 @@ _MESSAGE_FIELDS = ("id", "conversation_id", "sequence", "role", "content", "meta
                    "created_at")
 _SUMMARY_FIELDS = ("id", "conversation_id", "memory_text", "start_sequence", "end_sequence",
                    "base_memory_id", "status")
+
+# The names the facts block says the person is also called (ContextRows.called_names): each
+# member's latest, the reader's first, at most this many (a member's many conversations, each
+# with another name, filled the facts block's head: found by a review).
+CALLED_NAMES_MAX = 5
 
 _CONTEXT_SQL = """
 SELECT
@@ -226,12 +232,18 @@ SELECT
   ({facts}),
   (SELECT coalesce(json_agg(id ORDER BY created_at, id), '[]'::json) FROM {summaries}
    WHERE conversation_id = %(conversation_id)s AND status = 'processing'),
-  (SELECT coalesce(json_agg(DISTINCT c.called_name), '[]'::json) FROM {conversations} c
-   WHERE c.legacy_id = %(legacy_id)s AND c.called_name <> ''
-     AND (c.user_id = %(user_id)s
-          OR EXISTS (SELECT 1 FROM {facts_table} f
-                     WHERE f.user_id = c.user_id AND f.legacy_id = %(legacy_id)s
-                       AND f.visibility = 'shared' AND f.superseded_by_id IS NULL)))
+  (SELECT coalesce(json_agg(n.called_name ORDER BY n.mine DESC, n.created_at DESC), '[]'::json)
+   FROM (SELECT * FROM (
+           SELECT DISTINCT ON (c.user_id) c.called_name, c.created_at,
+                  c.user_id = %(user_id)s AS mine
+           FROM {conversations} c
+           WHERE c.legacy_id = %(legacy_id)s AND c.called_name <> ''
+             AND (c.user_id = %(user_id)s
+                  OR EXISTS (SELECT 1 FROM {facts_table} f
+                             WHERE f.user_id = c.user_id AND f.legacy_id = %(legacy_id)s
+                               AND f.visibility = 'shared' AND f.superseded_by_id IS NULL))
+           ORDER BY c.user_id, c.created_at DESC) AS latest
+         ORDER BY mine DESC, created_at DESC LIMIT {called_names_max}) AS n)
 FROM (VALUES (1)) AS one
 LEFT JOIN LATERAL (
   SELECT id, memory_text, start_sequence, end_sequence, base_memory_id FROM {summaries}
@@ -280,6 +292,7 @@ def context_rows(
         raw_from=_first_of_last("user_roles", turns),
         memories=active_memories_sql(), places=places_sql(), facts=facts_visible_sql(),
         conversations=quoted_table(Conversation), facts_table=quoted_table(LegacyFact),
+        called_names_max=CALLED_NAMES_MAX,
     )
     with prepared_cursor() as cursor:
         cursor.execute(sql, {"conversation_id": conversation.pk,
@@ -309,7 +322,7 @@ def context_rows(
         places=places_from_json(places, user_id=conversation.user_id),
         facts=facts_from_json(facts),
         job_refs=[f"memory:{pk}" for pk in jobs],
-        called_names=sorted(called),
+        called_names=list(dict.fromkeys(called)),
     )
 
 

@@ -848,6 +848,8 @@ def fact_supersede(
         raise ValidationError({"fact": ["A fact is only corrected by a fact of its legacy."]})
     with transaction.atomic():
         _lock_author_facts(legacy_id=new.legacy_id, user_id=new.user_id)
+        # As fact_create: the replacement may become shared and check its conflicts again.
+        _lock_conflict_checks(new.legacy_id)
         # Before any fact row is locked: a leaving deletes the membership and then locks the
         # leaver's shared facts, so the two never wait for each other.
         member = _hold_membership(legacy_id=new.legacy_id, user_id=new.user_id)
@@ -879,6 +881,7 @@ def fact_supersede(
             # one stated before, or edited since; one made for the correction goes with it).
             replacement.shared_by_correction = True
             replacement.save(update_fields=["visibility", "shared_by_correction", "updated_at"])
+            _record_conflicts(replacement)  # shared now: as fact_set_visibility (a review)
         events.publish(events.FACT_SUPERSEDED, user_id=replacement.user_id, data={
             "legacy_id": str(replacement.legacy_id),
             "fact_id": str(target.pk),

@@ -382,3 +382,54 @@ def test_the_packet_tells_the_model_the_names_the_facts_are_written_with(family,
     assert "Rosie" not in head(family.member)  # nothing of the owner's is shared yet
     fact_set_visibility(fact=said.extracted_facts.get(), user=family.owner, visibility="shared")
     assert "(also called: Rosie)" in head(family.member)
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    # A call is no naming (found by a review: the sentence's facts were lost).
+    ("Harold died in 1999, the hospital called us at 3am.",
+     "Harold died in 1999, the hospital called us at 3am."),
+    ("Harold ran the post office in Otley, everyone called in for a chat.",
+     "Harold ran the post office in Otley, everyone called in for a chat."),
+])
+def test_a_call_in_a_sentence_is_no_saying(said, fact):
+    assert facts_of(said, name="Harold Smith") == [fact]
+
+
+def test_a_saying_does_not_take_the_next_clauses_subject():
+    """Found by a review: "…called her Win and grandad was a coal miner" gave "Win was a coal
+    miner"."""
+    facts = facts_of("My nan Winifred, everyone called her Win and grandad was a coal miner.",
+                     name="Winifred Haworth")
+    assert "Win was a coal miner." not in facts
+
+
+@pytest.mark.parametrize("said", [
+    "Winifred loved his jokes, everyone called her Freda",
+    "my nan Winifred adored him, we all called her Freda",
+])
+def test_a_pronoun_of_someone_else_between_does_not_undo_the_saying(said):
+    assert declared_name(said, ["Winifred"]).name == "Freda"
+
+
+def test_the_packet_names_each_members_latest_name_a_few_at_most(family, settings):
+    """Found by a review: a member's 700 conversations, each with another name, filled the
+    facts block's head and cut all of the reader's facts."""
+    from conversations.context import build_context
+    from conversations.selectors import CALLED_NAMES_MAX
+    from tests.factories import ConversationFactory, LegacyFactFactory, MembershipFactory
+
+    LegacyFactFactory(legacy=family.legacy, user=family.member, visibility="shared",
+                      content="Rose kept bees.")
+    for n in range(30):
+        ConversationFactory(legacy=family.legacy, user=family.member, called_name=f"Nana{n}")
+    others = [MembershipFactory(legacy=family.legacy).user for _ in range(CALLED_NAMES_MAX + 2)]
+    for n, other in enumerate(others):
+        LegacyFactFactory(legacy=family.legacy, user=other, visibility="shared",
+                          content=f"Rose baked bread {n}.")
+        ConversationFactory(legacy=family.legacy, user=other, called_name=f"Granny{n}")
+    ConversationFactory(legacy=family.legacy, user=family.owner, called_name="Rosie")
+    head = build_context(conversation=ConversationFactory(
+        legacy=family.legacy, user=family.owner)).section("facts").head
+    called = head.split("(also called: ", 1)[1].split(")", 1)[0].split(", ")
+    assert called[0] == "Rosie" and len(called) == CALLED_NAMES_MAX
+    assert [c for c in called if c.startswith("Nana")] in ([], ["Nana29"])

@@ -1059,3 +1059,24 @@ def test_a_fact_made_shared_checks_its_conflicts_again(family, settings):
     assert FactConflict.objects.filter(Q(fact_a=decoys[-1]) | Q(fact_b=decoys[-1])).exists()
     rows = {f.pk: f for f in selectors.facts_from_json(_visible_json(family))}
     assert rows[mine.pk].disputed and rows[decoys[-1].pk].disputed
+
+
+def test_a_fact_shared_by_a_correction_checks_its_conflicts_again(family, settings):
+    """Found by a review: as a fact made shared by hand (fact_set_visibility)."""
+    settings.FACT_CONFLICTS_PER_FACT_MAX = 2
+    for year in (1933, 1935):
+        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                          content=f"Rose was born in {year}.", visibility="shared")
+    first = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                              content="Rose was born in Leeds.", visibility="shared")
+    private = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
+                                content="Rose was born in 1934.", visibility="private")
+    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                   category="milestone", content="Rose was born in 1931.",
+                                   visibility="shared")
+    assert not FactConflict.objects.filter(Q(fact_a=private) | Q(fact_b=private)).exists()
+    services.fact_supersede(old=first, new=private)
+    private.refresh_from_db()
+    assert private.visibility == "shared"
+    assert FactConflict.objects.filter(Q(fact_a=private) | Q(fact_b=private)).filter(
+        Q(fact_a=mine) | Q(fact_b=mine)).exists()

@@ -270,11 +270,18 @@ def _other_gender(text: str, mention: int | None, between: str, saying: str) -> 
     genders = set()
     if mention is not None and (kin := _KIN_BEFORE.search(text, max(0, mention - 20), mention)):
         genders.add(FAMILY_OF[kin.group(0).strip().lower()] in FEMALE_FAMILIES)
-    genders.update(word.lower() == "her" for word in re.findall(r"\b(her|his)\b", between, re.I))
+    elif re.search(r"[.!?;]\s", between):
+        # Only after a sentence ends: "my nan winifred. her dog, we called him Rex" (not
+        # "Winifred loved his jokes, everyone called her Freda": his is someone else's).
+        genders.update(word.lower() == "her"
+                       for word in re.findall(r"\b(her|his)\b", between, re.I))
     return bool(genders) and said_female not in genders
 
 
-_ALTERNATIVE = re.compile(r"[ \t]+(?:or|and|/)[ \t]+[^\W\d_][\w'’-]{0,30}(?![\w'’-])")
+# "Win or Winnie", "Dot/Dottie": another name that ends the clause (not "…Win and grandad was a
+# coal miner": the next clause's subject, a review found).
+_ALTERNATIVE = re.compile(
+    r"[ \t]+(?:or|/)[ \t]+[^\W\d_][\w'’-]{0,30}(?![\w'’-])(?=[ \t]*(?:[,.;:!?)]|$))")
 # How far from the person's name (in characters) a saying is read as about them.
 _NAME_REACH = 200
 # The forms of _DECLARATIONS that open with the name ("dot to everyone").

@@ -339,9 +339,15 @@ _SUBJECTLESS_VERBS = (
     r"collected|won|fostered|adopted|survived|immigrated"
 )
 _SUBJECTLESS = re.compile(rf"^(?:{_SUBJECTLESS_VERBS})\b(?!['’])", re.IGNORECASE)
+# A naming ("everyone called her a saint", "her sister everyone called bunty"), not a call
+# ("the hospital called us at 3am", "everyone called in for a chat", "I called him every
+# Sunday": a review found birth and death dates lost to them).
 _A_SAYING = re.compile(
-    r"\b(?:every(?:one|body)|we|people|they|i|the\s+\w+|nobody|no\s+one)\s+(?:all\s+|always\s+|just\s+|"
-    r"ever\s+)?(?:called|call|calls)\b|\bknew\s+(?:him|her)\s+as\b", re.IGNORECASE)
+    r"\b(?:every(?:one|body)|we|people|nobody|no\s+one)\s+(?:all\s+|always\s+|just\s+|ever\s+)?"
+    r"(?:called|call|calls)\s+(?:(?:him|her|them)\s+)?"
+    r"(?!(?:up|back|in|on|round|over|by|us|me|him|her|them|every|each|when|whenever|at|to|from|"
+    r"for|after|before|about|the|this|that|out|off|home|again|twice|once|daily|weekly|all)\b)"
+    r"[^\W\d_]|\bknew\s+(?:him|her)\s+as\b", re.IGNORECASE)
 _TAKES_WAS = re.compile(r"^(?:born|raised|married\s+to)\b", re.IGNORECASE)
 # In an answer without a subject, the person as an object or the user as someone in it: the
 # user's own statement ("loved her to bits", "moved in with her when I was 12").
