@@ -850,18 +850,28 @@ def test_many_conflicts_cost_one_write_a_page_and_a_probe_a_fact(family, setting
     assert scans and read <= 2 * len(facts), scans
 
 
+def _born_in(family, years, visibility, user=None):
+    """The member's (or `user`'s) facts "Rose was born in <year>." of that visibility."""
+    return [LegacyFactFactory(legacy=family.legacy, user=user or family.member,
+                              category="milestone", content=f"Rose was born in {year}.",
+                              visibility=visibility) for year in years]
+
+
+def _owner_says_1931(family):
+    fact, _ = services.fact_create(legacy=family.legacy, user=family.owner,
+                                   category="milestone", content="Rose was born in 1931.",
+                                   visibility="shared")
+    return fact
+
+
 def test_a_fact_records_at_most_its_share_of_conflicts(family, settings):
     """Found by a hostile relative: two members who each state hundreds of contradicting
     values recorded a conflict a pair (410,000 for 1,800 facts). A fact written records at
     most FACT_CONFLICTS_PER_FACT_MAX, with the oldest facts it contradicts, and is still
     marked disputed."""
     settings.FACT_CONFLICTS_PER_FACT_MAX = 5
-    older = [LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                               content=f"Rose was born in {year}.", visibility="shared")
-             for year in range(1900, 1912)]
-    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
-                                   category="milestone", content="Rose was born in 1931.",
-                                   visibility="shared")
+    older = _born_in(family, range(1900, 1912), "shared")
+    mine = _owner_says_1931(family)
     recorded = FactConflict.objects.filter(legacy=family.legacy)
     assert recorded.count() == 5
     assert {c.fact_a_id if c.fact_b_id == mine.pk else c.fact_b_id for c in recorded} == {
@@ -1012,16 +1022,10 @@ def test_the_cap_records_shared_facts_first_and_counts_each_member_apart(family,
     settings.FACT_CONFLICTS_PER_FACT_MAX = 3
     third = UserFactory(username="third")
     MembershipFactory(legacy=family.legacy, user=third)
-    for year in (1900, 1901, 1902):
-        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                          content=f"Rose was born in {year}.", visibility="private")
-    shared = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                               content="Rose was born in 1925.", visibility="shared")
-    thirds = LegacyFactFactory(legacy=family.legacy, user=third, category="milestone",
-                               content="Rose was born in 1926.", visibility="shared")
-    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
-                                   category="milestone", content="Rose was born in 1931.",
-                                   visibility="shared")
+    _born_in(family, (1900, 1901, 1902), "private")
+    [shared] = _born_in(family, (1925,), "shared")
+    [thirds] = _born_in(family, (1926,), "shared", user=third)
+    mine = _owner_says_1931(family)
     others = {c.fact_a_id if c.fact_b_id == mine.pk else c.fact_b_id
               for c in FactConflict.objects.filter(Q(fact_a=mine) | Q(fact_b=mine))}
     assert shared.pk in others and thirds.pk in others and len(others) == 4
@@ -1048,12 +1052,8 @@ def test_a_fact_made_shared_checks_its_conflicts_again(family, settings):
     """Found by a hostile relative: 21 private decoys took every slot of the cap when the
     victim's shared fact was written; the 21st, shared later, was never set against it."""
     settings.FACT_CONFLICTS_PER_FACT_MAX = 3
-    decoys = [LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                                content=f"Rose was born in {year}.", visibility="private")
-              for year in range(1940, 1944)]
-    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
-                                   category="milestone", content="Rose was born in 1931.",
-                                   visibility="shared")
+    decoys = _born_in(family, range(1940, 1944), "private")
+    mine = _owner_says_1931(family)
     assert not FactConflict.objects.filter(Q(fact_a=decoys[-1]) | Q(fact_b=decoys[-1])).exists()
     services.fact_set_visibility(fact=decoys[-1], user=family.member, visibility="shared")
     assert FactConflict.objects.filter(Q(fact_a=decoys[-1]) | Q(fact_b=decoys[-1])).exists()
@@ -1064,16 +1064,10 @@ def test_a_fact_made_shared_checks_its_conflicts_again(family, settings):
 def test_a_fact_shared_by_a_correction_checks_its_conflicts_again(family, settings):
     """Found by a review: as a fact made shared by hand (fact_set_visibility)."""
     settings.FACT_CONFLICTS_PER_FACT_MAX = 2
-    for year in (1933, 1935):
-        LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                          content=f"Rose was born in {year}.", visibility="shared")
-    first = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                              content="Rose was born in Leeds.", visibility="shared")
-    private = LegacyFactFactory(legacy=family.legacy, user=family.member, category="milestone",
-                                content="Rose was born in 1934.", visibility="private")
-    mine, _ = services.fact_create(legacy=family.legacy, user=family.owner,
-                                   category="milestone", content="Rose was born in 1931.",
-                                   visibility="shared")
+    _born_in(family, (1933, 1935), "shared")
+    [first] = _born_in(family, ("Leeds",), "shared")
+    [private] = _born_in(family, (1934,), "private")
+    mine = _owner_says_1931(family)
     assert not FactConflict.objects.filter(Q(fact_a=private) | Q(fact_b=private)).exists()
     services.fact_supersede(old=first, new=private)
     private.refresh_from_db()
