@@ -140,7 +140,7 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
     current at its end (ExtractedFact objects), applying supersedes as the product does."""
     # Imported here so that `--help`-style use needs no Django; the extractor itself does not.
     from memory_site.core.ai.base import KnownFact, TranscriptLine
-    from memory_site.core.language.kinship import KinshipReader, called_names
+    from memory_site.core.language.kinship import KinshipReader
     from memory_site.core.language.names import short_forms
     from memory_site.core.language.sentences import display_name
 
@@ -166,8 +166,7 @@ def current_facts(conversation: dict[str, Any], provider: Any, report: Report) -
             called = reader.called or called_before
             result = provider.summarize_and_extract(
                 messages=lines[start:end], legacy_name=conversation["legacy_name"],
-                aliases=list(dict.fromkeys([*names, *called_names(called),
-                                            *reader.aliases()])),
+                aliases=reader.batch_aliases(names, called),
                 known_facts=known, called=called,
             )
             report.batches += 1

@@ -303,14 +303,6 @@ def build_context(
 def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] | None]]:
     budget = settings.CONTEXT_TOKEN_BUDGET
 
-    def pop_line(name: str) -> Callable[[], dict[str, Any] | None]:
-        def cut() -> dict[str, Any] | None:
-            section = packet.section(name)
-            if not section.lines:
-                return None
-            return {"part": name, "item": _describe(section.lines.pop())}
-        return cut
-
     def pop_message(part: str) -> Callable[[], dict[str, Any] | None]:
         """The oldest replayed message; `messages` stops at the raw turns, `raw_turns` at the
         latest message."""
@@ -370,12 +362,9 @@ def _cut_steps(packet: ContextPacket) -> dict[str, Callable[[], dict[str, Any] |
         }}
 
     return {
-        "retrieved": pop_line("retrieved"),
         "messages": pop_message("messages"),
         "session_state": lambda: _drop_section(packet, "session_state"),
         "rolling_summary": lambda: _drop_section(packet, "rolling_summary"),
-        "places": pop_line("places"),
-        "memory": pop_line("memory"),
         "raw_turns": pop_message("raw_turns"),
         "persona": cut_persona,
         "latest_message": truncate_latest,
@@ -411,25 +400,35 @@ _LINE_PARTS = ("retrieved", "facts", "places", "memory")
 _JOIN_SLACK = 3
 
 
-def _cut_lines(packet: ContextPacket, part: str, cut: Callable[[], dict[str, Any] | None],
-               budget: int, measure: Callable[[], int] | None = None) -> None:
-    """Cut the section's lines, last first, while `measure` (the packet's tokens) is over
-    `budget`: the same lines as counting again after every cut, counting again only when the
-    lines' own counts say it may fit (within _JOIN_SLACK a line cut since). Counting after
-    every cut made a packet's cost quadratic in the lines: with 3,000 facts shared by the
-    family a packet took a minute."""
+def _cut_lines(packet: ContextPacket, part: str, budget: int, *,
+               order: list[int] | None = None,
+               measure: Callable[[], int] | None = None) -> None:
+    """Cut the section's lines in `order` (their indices; by default the last first) while
+    `measure` (the packet's tokens) is over `budget`; the lines left keep their order. The
+    same lines as counting again after every cut, counting again only when the lines' own
+    counts say it may fit (within _JOIN_SLACK a line cut since): counting after every cut
+    made a packet's cost quadratic in the lines, and with 3,000 facts shared by the family a
+    packet took a minute."""
     measure = measure or packet.total_tokens
     section = packet.section(part)
+    lines = list(section.lines)
+    removed: set[int] = set()
+
+    def keep() -> None:
+        section.lines = [line for index, line in enumerate(lines) if index not in removed]
+
     total, uncounted = measure(), 0
-    while section.lines:
+    for index in order if order is not None else range(len(lines) - 1, -1, -1):
         if uncounted and total <= budget + _JOIN_SLACK * uncounted:
+            keep()
             total, uncounted = measure(), 0
         if total <= budget:
-            return
-        removed = packet.text_tokens(section.lines[-1].text)
-        packet.cuts.append(cut())
-        total -= removed
+            break
+        removed.add(index)
+        packet.cuts.append({"part": part, "item": _describe(lines[index])})
+        total -= packet.text_tokens(lines[index].text)
         uncounted += 1
+    keep()
 
 
 def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int],
@@ -466,40 +465,20 @@ def _fair_cut_order(lines: list[prompt.Line], tokens: Callable[[str], int],
     return order + own[::-1]
 
 
-def _cut_facts(packet: ContextPacket, budget: int,
-               measure: Callable[[], int] | None = None) -> None:
-    """The facts' lines cut in _fair_cut_order while `measure` is over `budget`, counted as
-    _cut_lines counts; the lines left keep their order (oldest first)."""
-    measure = measure or packet.total_tokens
-    section = packet.section("facts")
-    lines = list(section.lines)
-    removed: set[int] = set()
-
-    def keep() -> None:
-        section.lines = [line for index, line in enumerate(lines) if index not in removed]
-
-    total, uncounted = measure(), 0
-    for index in _fair_cut_order(lines, packet.text_tokens, packet.conversation.user_id):
-        if uncounted and total <= budget + _JOIN_SLACK * uncounted:
-            keep()
-            total, uncounted = measure(), 0
-        if total <= budget:
-            break
-        removed.add(index)
-        packet.cuts.append({"part": "facts", "item": _describe(lines[index])})
-        total -= packet.text_tokens(lines[index].text)
-        uncounted += 1
-    keep()
+def _facts_cut_order(packet: ContextPacket) -> list[int]:
+    return _fair_cut_order(packet.section("facts").lines, packet.text_tokens,
+                           packet.conversation.user_id)
 
 
 def _cap_facts(packet: ContextPacket) -> None:
-    """The facts block cut (_cut_facts) to CONTEXT_FACTS_MAX_SHARE of the budget, before
+    """The facts block cut (in _fair_cut_order) to CONTEXT_FACTS_MAX_SHARE of the budget, before
     anything else is cut: an author of thousands of facts (a long imported history) had the
     retrieved units, the session state and the rolling summary cut for them, and the agent
     saw facts only."""
     section = packet.section("facts")
     cap = int(settings.CONTEXT_TOKEN_BUDGET * settings.CONTEXT_FACTS_MAX_SHARE)
-    _cut_facts(packet, cap, measure=lambda: packet.text_tokens(section.render()))
+    _cut_lines(packet, "facts", cap, order=_facts_cut_order(packet),
+               measure=lambda: packet.text_tokens(section.render()))
 
 
 def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
@@ -508,11 +487,9 @@ def _cut_in_order(packet: ContextPacket, parts: tuple[str, ...]) -> None:
     if "facts" in parts:
         _cap_facts(packet)
     for part in parts:
-        if part == "facts":
-            _cut_facts(packet, budget)
-            continue
         if part in _LINE_PARTS:
-            _cut_lines(packet, part, steps[part], budget)
+            _cut_lines(packet, part, budget,
+                       order=_facts_cut_order(packet) if part == "facts" else None)
             continue
         while packet.total_tokens() > budget:
             cut = steps[part]()

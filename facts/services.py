@@ -563,9 +563,7 @@ def fact_find_duplicate(
     # worked at the wool mill" is no duplicate of "Rose worked at the wool mill" (found by a
     # hostile relative).
     names = _person_names(legacy.name, tuple(person_names))
-    first = key.split(" ", 1)[0]
-    if first not in names:
-        tail = frozenset()
+    tail = _after_name(key, tail, names)
     threshold = settings.FACT_DEDUP_SIMILARITY
     # Only current facts: saying a value again that a correction replaced is a new fact (which
     # may correct the correction), not a duplicate of the history.
@@ -577,8 +575,6 @@ def fact_find_duplicate(
     # batch), and only the duplicate found is loaded.
     for pk, other_content in candidates.values_list("pk", "content"):
         other_key, other, other_tail = _dedup_words(other_content)
-        if other_tail and other_key.split(" ", 1)[0] not in names:
-            other_tail = frozenset()
         if other_key == key:
             return LegacyFact.objects.get(pk=pk)
         if (
@@ -586,7 +582,8 @@ def fact_find_duplicate(
              # The person named otherwise ("Freda loved brass band music" and "Winifred
              # loved …": the name the family calls them by, learnt later): what follows the
              # name is the same (found by a live check).
-             or (len(tail) >= 3 and _jaccard(tail, other_tail) >= threshold))
+             or (len(tail) >= 3
+                 and _jaccard(tail, _after_name(other_key, other_tail, names)) >= threshold))
             and fact_values(other_content) == values
         ):
             return LegacyFact.objects.get(pk=pk)
@@ -602,6 +599,11 @@ def _person_names(legacy_name: str, extra: tuple[str, ...]) -> frozenset[str]:
                      if name.strip() and " " not in name.strip())
 
 
+def _after_name(key: str, tail: frozenset[str], names: frozenset[str]) -> frozenset[str]:
+    """`tail` (the words after a text's first) when its first word is one of `names`."""
+    return tail if key.split(" ", 1)[0] in names else frozenset()
+
+
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     union = len(a | b)
     return len(a & b) / union if union else 0.0
@@ -609,12 +611,11 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 @lru_cache(maxsize=FACT_TEXT_CACHE_SIZE)
 def _dedup_words(content: str) -> tuple[str, frozenset[str], frozenset[str]]:
-    """A text's duplicate key (`normalize_fact_text`), the set of its words and, when it
-    opens with a name (a capital), the set of the words after it (else empty)."""
+    """A text's duplicate key (`normalize_fact_text`), the set of its words and the set of
+    the words after its first (its subject, when that is a name: _after_name)."""
     key = normalize_fact_text(content)
     words = key.split()
-    named = content.lstrip()[:1].isupper()
-    return key, frozenset(words), frozenset(words[1:]) if named else frozenset()
+    return key, frozenset(words), frozenset(words[1:])
 
 
 def fact_create(

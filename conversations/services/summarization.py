@@ -30,7 +30,7 @@ from memory_site.core.ai import (
     get_llm,
 )
 from memory_site.core.errors import NotFound
-from memory_site.core.language.kinship import KinshipReader, called_names
+from memory_site.core.language.kinship import KinshipReader
 from memory_site.core.language.names import read_legacy_name, short_forms
 from memory_site.core.language.sentences import display_name
 from memory_site.core.locks import LockNamespace, hold_user
@@ -102,7 +102,7 @@ def conversation_names(*, conversation: Conversation, end: int) -> ConversationN
         conversation=conversation, role=Message.Role.USER, sequence__gte=read_to, sequence__lt=end
     ).order_by("sequence").values_list("content", flat=True))
     called = reader.called or _called_before(conversation)
-    aliases = list(dict.fromkeys([*names, *called_names(called), *reader.aliases()]))
+    aliases = reader.batch_aliases(names, called)
     with _KINSHIP_READINGS_LOCK:
         _KINSHIP_READINGS[conversation.pk] = (reader, end)
         while len(_KINSHIP_READINGS) > KINSHIP_READINGS_KEPT:

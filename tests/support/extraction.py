@@ -23,7 +23,7 @@ def corrected(*said, name, known=()):
     reader = KinshipReader(name, names)
     reader.read([line.content for line in lines(*said) if line.role == "user"])
     facts = extract_facts(lines(*said), name,
-                          list(dict.fromkeys([*names, *reader.called_names(), *reader.aliases()])),
+                          reader.batch_aliases(names),
                           [KnownFact(ref=f"f{i}", content=c) for i, c in enumerate(known, 1)],
                           called=reader.called)
     return [(f.content, f.supersedes) for f in facts]

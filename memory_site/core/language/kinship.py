@@ -222,9 +222,12 @@ class KinshipReader:
         return [word for family, words in uses.words.items() if family in families
                 for word in words]
 
-    def called_names(self) -> list[str]:
-        """called_names of the name a message said the family calls the person by."""
-        return called_names(self.called)
+    def batch_aliases(self, names: Sequence[str], called: str | None = None) -> list[str]:
+        """What an extraction batch is given as the person's aliases: their `names` (first
+        name, nickname, short forms), the name the family calls them by (`called`, else the
+        one read here) and its parts, and the kinship words read so far."""
+        return list(dict.fromkeys([*names, *called_names(called or self.called),
+                                   *self.aliases()]))
 
 
 def called_names(called: str | None) -> list[str]:

@@ -11,7 +11,13 @@ from functools import lru_cache
 
 from nicknames import NickNamer
 
-from memory_site.core.language.words import FAMILY_OF, FEMALE_FAMILIES, NOT_NAMES
+from memory_site.core.language.words import (
+    FAMILY_OF,
+    FEMALE_FAMILIES,
+    KIN_ANY,
+    NOT_NAMES,
+    alternation,
+)
 from memory_site.core.text import visible_text
 
 # Short forms in the table that are also common English words, which open a sentence as
@@ -226,7 +232,7 @@ _NOT_CALLED = frozenset([
 _NICK_WORD = r"[^\W\d_][\w'’-]{0,30}(?![\w'’-])"
 # The longest name read as what the family calls someone.
 CALLED_MAX_CHARS = 64
-_NICK_PREFIX = r"|".join(sorted({*FAMILY_OF, *_NAME_PREFIXES}, key=len, reverse=True))
+_NICK_PREFIX = alternation([*FAMILY_OF, *_NAME_PREFIXES])
 _NICK = rf"(?P<nick>(?:(?i:{_NICK_PREFIX})[ \t]+{_NICK_WORD}|{_NICK_WORD}))"
 _EVERYONE = (r"(?:every(?:one|body)|we(?:[ \t]+all)?|all[ \t]+of[ \t]+us|the[ \t]+(?:whole[ \t]+)?"
              r"family|(?:most[ \t]+)?people|i)")
@@ -256,7 +262,7 @@ _DECLARATIONS = (
                rf"told[ \t]+(?:me|us)[ \t]+to[ \t]+call[ \t]+(?:him|her))[ \t]+{_NICK}"),
 )
 _SAYING_PRONOUN = re.compile(r"\b(him|her)\b", re.IGNORECASE)
-_KIN_BEFORE = re.compile(rf"(?i:{'|'.join(sorted(FAMILY_OF, key=len, reverse=True))})[ \t]+$")
+_KIN_BEFORE = re.compile(rf"(?i:{KIN_ANY})[ \t]+$")
 
 
 def _other_gender(text: str, mention: int | None, between: str, saying: str) -> bool:
@@ -341,10 +347,10 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
                 # (a capital, or the clause ends with it: "i called him pops.").
                 continue
             if (first in _NOT_CALLED or first in _TITLES or words[-1].lower() in _NOT_CALLED
-                    or (len(words) == 1 and (first in FAMILY_OF or first in _NAME_PREFIXES))
-                    or first == "as"):
+                    or (len(words) == 1 and (first in FAMILY_OF or first in _NAME_PREFIXES))):
                 continue
-            if said.match(text, match.end("nick") + 1) and text[match.end("nick"):][:1] == " ":
+            after = match.end("nick")
+            if text[after:after + 1] == " " and said.match(text, after + 1):
                 # "my sister Bridie - we call her young Bridie": a namesake told apart.
                 continue
             # The saying starts at the name in the forms that open with it ("dot to
@@ -378,5 +384,5 @@ def declared_name(text: str, names: Sequence[str]) -> DeclaredName | None:
 @lru_cache(maxsize=256)
 def _said_names(names: tuple[str, ...]) -> tuple[re.Pattern[str], frozenset[str]]:
     """The person's names anywhere in a text, in any case, and their words."""
-    return (re.compile(rf"(?<![\w'’])(?i:{'|'.join(re.escape(n) for n in names)})(?![\w'’])"),
+    return (re.compile(rf"(?<![\w'’])(?i:{alternation(names)})(?![\w'’])"),
             frozenset(w.lower() for n in names for w in re.findall(r"[\w'’]+", n)))

@@ -1576,13 +1576,12 @@ def _correct_with_fragment(facts: _BatchFacts, known: _KnownFacts, fragment: str
         facts.put(corrected)
 
 
-def _predicate_holder(content: str, display: str | Sequence[str], noun: str) -> bool:
+def _predicate_holder(content: str, names: Sequence[str], noun: str) -> bool:
     """Whether `content` says the person was `noun` ("Deborah was a nurse at St Vincent's"
     holds "nurse"): what "she wasn't a nurse, she was …" or "…, not a nurse" takes back."""
     # A known fact may name the person otherwise than this batch does: written in another
     # conversation, with the name the family said there they call them ("Deb" for Deborah):
     # any of their names, never anyone's ("Stan was a nurse" is her husband's).
-    names = [display] if isinstance(display, str) else list(display)
     return bool(re.match(
         rf"(?:{alternation(names)})\s+(?:was|is|worked\s+as)\s+"
         rf"(?:[\w'’-]+[\s,]+){{0,4}}?"
